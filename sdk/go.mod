@@ -1,0 +1,3 @@
+module github.com/bardoinference/bardo/sdk
+
+go 1.26

@@ -1,0 +1,145 @@
+//go:build wasip1
+
+package plugin
+
+import (
+	"errors"
+	"runtime"
+	"unsafe"
+)
+
+// The ABI v1 exports. Each op export takes the length of the input the host
+// wrote into the buffer obtained from bardo_buffer, and returns the output as
+// ptr<<32 | len. Every export ends with runtime.Gosched(): a reactor guest only
+// runs its other goroutines (the garbage collector's workers among them) while
+// the host is inside one of its exports, so without it the heap grows without
+// bound over many calls.
+
+var inBuf []byte
+
+//go:wasmexport bardo_abi_version
+func exportABIVersion() uint32 { return ABIVersion }
+
+//go:wasmexport bardo_buffer
+func exportBuffer(size uint32) uint32 {
+	if cap(inBuf) < int(size) {
+		inBuf = make([]byte, size)
+	}
+	inBuf = inBuf[:size]
+	if size == 0 {
+		return 0
+	}
+	return uint32(uintptr(unsafe.Pointer(&inBuf[0])))
+}
+
+func call(op Op, n uint32) uint64 {
+	res := dispatch(op, inBuf[:n])
+	runtime.Gosched()
+	if len(res) == 0 {
+		return 0
+	}
+	return uint64(uintptr(unsafe.Pointer(&res[0])))<<32 | uint64(len(res))
+}
+
+//go:wasmexport bardo_describe
+func exportDescribe(n uint32) uint64 { return call(OpDescribe, n) }
+
+//go:wasmexport bardo_init
+func exportInit(n uint32) uint64 { return call(OpInit, n) }
+
+//go:wasmexport bardo_on_request
+func exportOnRequest(n uint32) uint64 { return call(OpOnRequest, n) }
+
+//go:wasmexport bardo_on_response
+func exportOnResponse(n uint32) uint64 { return call(OpOnResponse, n) }
+
+//go:wasmexport bardo_on_stream
+func exportOnStream(n uint32) uint64 { return call(OpOnStream, n) }
+
+//go:wasmexport bardo_encode
+func exportEncode(n uint32) uint64 { return call(OpEncode, n) }
+
+//go:wasmexport bardo_decode
+func exportDecode(n uint32) uint64 { return call(OpDecode, n) }
+
+//go:wasmexport bardo_decode_stream
+func exportDecodeStream(n uint32) uint64 { return call(OpDecodeStream, n) }
+
+// Host functions, module "bardo_v1" (docs/abi.md).
+
+//go:wasmimport bardo_v1 log
+func importLog(level uint32, ptr unsafe.Pointer, n uint32)
+
+//go:wasmimport bardo_v1 clock_now
+func importClockNow() int64
+
+//go:wasmimport bardo_v1 kv_get
+func importKVGet(key unsafe.Pointer, keyLen uint32, buf unsafe.Pointer, bufCap uint32) int64
+
+//go:wasmimport bardo_v1 kv_put
+func importKVPut(key unsafe.Pointer, keyLen uint32, val unsafe.Pointer, valLen uint32, ttlMs int64) int32
+
+//go:wasmimport bardo_v1 kv_delete
+func importKVDelete(key unsafe.Pointer, keyLen uint32) int32
+
+//go:wasmimport bardo_v1 config
+func importConfig(buf unsafe.Pointer, bufCap uint32) int64
+
+//go:wasmimport bardo_v1 metric
+func importMetric(kind uint32, name unsafe.Pointer, nameLen uint32, value float64)
+
+func strPtr(s string) unsafe.Pointer { return unsafe.Pointer(unsafe.StringData(s)) }
+
+func bytesPtr(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(b)) }
+
+func hostLog(level uint32, msg string) { importLog(level, strPtr(msg), uint32(len(msg))) }
+
+func hostClock() int64 { return importClockNow() }
+
+// readInto calls f with a buffer until the value fits: host functions that
+// return data write at most bufCap bytes and return the full length (or -1
+// when there is nothing).
+func readInto(f func(buf []byte) int64) ([]byte, bool) {
+	buf := make([]byte, 256)
+	for {
+		n := f(buf)
+		if n < 0 {
+			return nil, false
+		}
+		if int(n) <= len(buf) {
+			return buf[:n], true
+		}
+		buf = make([]byte, n)
+	}
+}
+
+func hostKVGet(key string) ([]byte, bool) {
+	return readInto(func(buf []byte) int64 {
+		return importKVGet(strPtr(key), uint32(len(key)), bytesPtr(buf), uint32(len(buf)))
+	})
+}
+
+var errKV = errors.New("host refused the key/value operation (see the host log)")
+
+func hostKVPut(key string, val []byte, ttlMs int64) error {
+	if importKVPut(strPtr(key), uint32(len(key)), bytesPtr(val), uint32(len(val)), ttlMs) != 0 {
+		return errKV
+	}
+	return nil
+}
+
+func hostKVDelete(key string) error {
+	if importKVDelete(strPtr(key), uint32(len(key))) != 0 {
+		return errKV
+	}
+	return nil
+}
+
+func hostConfig() []byte {
+	b, _ := readInto(func(buf []byte) int64 { return importConfig(bytesPtr(buf), uint32(len(buf))) })
+	return b
+}
+
+func hostMetric(kind uint32, name string, v float64) {
+	importMetric(kind, strPtr(name), uint32(len(name)), v)
+}

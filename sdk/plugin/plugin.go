@@ -1,0 +1,323 @@
+// Package plugin is the guest side of the Bardo plugin ABI v1: plugin authors
+// write a layer or a provider adapter as a few typed Go functions and register
+// them from init; the package provides the WASM exports, the memory handling,
+// the wire encoding and the per-call scheduling point that keeps a reactor
+// guest's garbage collector running.
+//
+// A plugin is a main package built as a WASI reactor:
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o my.wasm ./myplugin
+//
+// The same package builds natively (for unit tests): the exports are then
+// reachable through [Call], and the host functions through a replaceable
+// in-memory [Host] (see package plugintest).
+package plugin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// ABIVersion is the ABI major version this SDK implements.
+const ABIVersion = 1
+
+// Layer is a pipeline layer. Only the hooks for the declared Phases are called.
+type Layer struct {
+	Name    string
+	Version string
+	Phases  wire.Phase
+	Reads   wire.Part // request parts the host hands to OnRequest
+	Writes  wire.Part // request parts OnRequest may replace (set res.Patched)
+
+	// Init runs once per instance, after the host functions are available.
+	Init func() error
+	// OnRequest sees the request parts in Reads; it may patch parts in Writes,
+	// answer, or reject (see wire.LayerResult).
+	OnRequest func(req *wire.LayerRequest, res *wire.LayerResult) error
+	// OnResponse sees a complete response (non-streamed requests).
+	OnResponse func(in *wire.LayerResponse, res *wire.LayerResponseResult) error
+	// OnStream sees each batch of stream events.
+	OnStream func(in *wire.LayerStream, res *wire.LayerStreamResult) error
+}
+
+// Provider is a provider adapter.
+type Provider struct {
+	Name    string
+	Version string
+
+	Init func() error
+	// Encode turns a canonical request into an upstream call (or a local answer).
+	Encode func(in *wire.EncodeInput, res *wire.EncodeResult) error
+	// Decode turns an upstream HTTP response into a canonical response or error.
+	// It is called for every response unless the call set ResponseDialect, in
+	// which case it is called only for non-2xx statuses.
+	Decode func(in *wire.DecodeInput, res *wire.DecodeResult) error
+	// DecodeStream turns upstream SSE events into canonical events (only needed
+	// when the call did not set ResponseDialect).
+	DecodeStream func(in *wire.DecodeStreamInput, res *wire.DecodeStreamResult) error
+}
+
+// Op names one ABI export; the host calls bardo_<op>.
+type Op uint8
+
+// Ops, in the order of docs/abi.md.
+const (
+	OpDescribe Op = iota
+	OpInit
+	OpOnRequest
+	OpOnResponse
+	OpOnStream
+	OpEncode
+	OpDecode
+	OpDecodeStream
+)
+
+// StatusError is the first byte of an export's output when the call failed;
+// the rest is a UTF-8 error message. Any other first byte is the wire format
+// version of a successful result message.
+const StatusError byte = 0
+
+var (
+	layer    *Layer
+	provider *Provider
+	out      wire.Encoder
+)
+
+// RegisterLayer makes this plugin a layer. Call it once, from init.
+func RegisterLayer(l Layer) {
+	if layer != nil || provider != nil {
+		panic("plugin: RegisterLayer/RegisterProvider called twice")
+	}
+	layer = &l
+}
+
+// RegisterProvider makes this plugin a provider adapter. Call it once, from init.
+func RegisterProvider(p Provider) {
+	if layer != nil || provider != nil {
+		panic("plugin: RegisterLayer/RegisterProvider called twice")
+	}
+	provider = &p
+}
+
+var errNotRegistered = errors.New("plugin registered neither a layer nor a provider")
+
+// dispatch runs one op on the input bytes and returns the output bytes. The
+// returned slice is valid until the next call.
+func dispatch(op Op, in []byte) []byte {
+	if err := run(op, in); err != nil {
+		out.Reset()
+		b := append(out.Bytes()[:0], StatusError)
+		return append(b, err.Error()...)
+	}
+	return out.Bytes()
+}
+
+type encodable interface{ Encode(*wire.Encoder) }
+
+func encodeOK(m encodable) { m.Encode(&out) }
+
+func run(op Op, in []byte) error {
+	switch op {
+	case OpDescribe:
+		var d wire.Descriptor
+		switch {
+		case layer != nil:
+			d = wire.Descriptor{ABI: ABIVersion, Name: layer.Name, Version: layer.Version, Kind: "layer",
+				Phases: layer.Phases, Reads: layer.Reads, Writes: layer.Writes}
+		case provider != nil:
+			d = wire.Descriptor{ABI: ABIVersion, Name: provider.Name, Version: provider.Version, Kind: "provider"}
+		default:
+			return errNotRegistered
+		}
+		encodeOK(&d)
+		return nil
+	case OpInit:
+		var f func() error
+		if layer != nil {
+			f = layer.Init
+		} else if provider != nil {
+			f = provider.Init
+		} else {
+			return errNotRegistered
+		}
+		if f != nil {
+			if err := f(); err != nil {
+				return err
+			}
+		}
+		out.Reset() // a bare format-version byte: success, no payload
+		return nil
+	}
+	if layer != nil {
+		return runLayer(op, in)
+	}
+	if provider != nil {
+		return runProvider(op, in)
+	}
+	return errNotRegistered
+}
+
+func runLayer(op Op, in []byte) error {
+	switch op {
+	case OpOnRequest:
+		if layer.OnRequest == nil {
+			return fmt.Errorf("layer %s has no OnRequest", layer.Name)
+		}
+		var req wire.LayerRequest
+		if err := req.Decode(in); err != nil {
+			return err
+		}
+		var res wire.LayerResult
+		if err := layer.OnRequest(&req, &res); err != nil {
+			return err
+		}
+		if bad := res.Patched &^ layer.Writes; bad != 0 {
+			return fmt.Errorf("layer %s patched parts %b it did not declare in Writes", layer.Name, bad)
+		}
+		encodeOK(&res)
+		return nil
+	case OpOnResponse:
+		if layer.OnResponse == nil {
+			return fmt.Errorf("layer %s has no OnResponse", layer.Name)
+		}
+		var in2 wire.LayerResponse
+		if err := in2.Decode(in); err != nil {
+			return err
+		}
+		var res wire.LayerResponseResult
+		if err := layer.OnResponse(&in2, &res); err != nil {
+			return err
+		}
+		encodeOK(&res)
+		return nil
+	case OpOnStream:
+		if layer.OnStream == nil {
+			return fmt.Errorf("layer %s has no OnStream", layer.Name)
+		}
+		var in2 wire.LayerStream
+		if err := in2.Decode(in); err != nil {
+			return err
+		}
+		res := wire.LayerStreamResult{}
+		if err := layer.OnStream(&in2, &res); err != nil {
+			return err
+		}
+		encodeOK(&res)
+		return nil
+	}
+	return fmt.Errorf("op %d is not a layer op", op)
+}
+
+func runProvider(op Op, in []byte) error {
+	switch op {
+	case OpEncode:
+		var x wire.EncodeInput
+		if err := x.Decode(in); err != nil {
+			return err
+		}
+		var res wire.EncodeResult
+		if err := provider.Encode(&x, &res); err != nil {
+			return err
+		}
+		encodeOK(&res)
+		return nil
+	case OpDecode:
+		if provider.Decode == nil {
+			return fmt.Errorf("provider %s has no Decode", provider.Name)
+		}
+		var x wire.DecodeInput
+		if err := x.Decode(in); err != nil {
+			return err
+		}
+		var res wire.DecodeResult
+		if err := provider.Decode(&x, &res); err != nil {
+			return err
+		}
+		encodeOK(&res)
+		return nil
+	case OpDecodeStream:
+		if provider.DecodeStream == nil {
+			return fmt.Errorf("provider %s has no DecodeStream", provider.Name)
+		}
+		var x wire.DecodeStreamInput
+		if err := x.Decode(in); err != nil {
+			return err
+		}
+		var res wire.DecodeStreamResult
+		if err := provider.DecodeStream(&x, &res); err != nil {
+			return err
+		}
+		encodeOK(&res)
+		return nil
+	}
+	return fmt.Errorf("op %d is not a provider op", op)
+}
+
+// Log levels for [Log].
+const (
+	LevelDebug = 0
+	LevelInfo  = 1
+	LevelWarn  = 2
+	LevelError = 3
+)
+
+// Log writes a message to the host's log, tagged with the plugin's name and
+// the request id of the call in progress.
+func Log(level int, msg string) { hostLog(uint32(level), msg) }
+
+// Logf formats and logs.
+func Logf(level int, format string, args ...any) { Log(level, fmt.Sprintf(format, args...)) }
+
+// Now returns the host's wall clock.
+func Now() time.Time { return time.Unix(0, hostClock()) }
+
+// KVGet reads a key from this plugin's key/value namespace for the current
+// tenant. ok is false when the key is absent or expired.
+func KVGet(key string) (value []byte, ok bool) { return hostKVGet(key) }
+
+// KVPut stores a value under key for ttl (0 = no expiry) in this plugin's
+// namespace for the current tenant.
+func KVPut(key string, value []byte, ttl time.Duration) error {
+	return hostKVPut(key, value, ttl.Milliseconds())
+}
+
+// KVDelete removes a key from this plugin's namespace for the current tenant.
+func KVDelete(key string) error { return hostKVDelete(key) }
+
+// Config returns the plugin's [layer.config] / [provider.config] table as JSON.
+func Config() []byte { return hostConfig() }
+
+// DecodeConfig unmarshals the plugin's config table into v. It is meant for
+// Init (once per instance), where encoding/json's cost does not matter.
+func DecodeConfig(v any) error {
+	b := Config()
+	if len(b) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("plugin config: %w", err)
+	}
+	return nil
+}
+
+// Metric kinds for the host's metrics registry.
+const (
+	metricCounter   = 0
+	metricGauge     = 1
+	metricHistogram = 2
+)
+
+// CounterAdd adds v to the counter bardo_plugin_<name> (labelled by plugin).
+func CounterAdd(name string, v float64) { hostMetric(metricCounter, name, v) }
+
+// GaugeSet sets the gauge bardo_plugin_<name>.
+func GaugeSet(name string, v float64) { hostMetric(metricGauge, name, v) }
+
+// Observe records v in the histogram bardo_plugin_<name>.
+func Observe(name string, v float64) { hostMetric(metricHistogram, name, v) }
+
+var errNoHost = errors.New("plugin: no host functions installed (natively, call plugin.SetHost or use plugintest)")

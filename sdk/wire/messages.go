@@ -1,0 +1,566 @@
+package wire
+
+// This file holds the hand-written encoders and decoders of every ABI message.
+// Field order is the format: append new fields only at the end of a message and
+// bump FormatVersion for anything else (see docs/abi.md, "Compatibility").
+
+func (e *Encoder) block(b *Block) {
+	e.Uint(uint64(b.Type))
+	e.String(b.Text)
+	e.String(b.ID)
+	e.String(b.Name)
+	e.Raw(b.Data)
+	e.String(b.Signature)
+	e.Bool(b.IsError)
+	e.Raw(b.CacheControl)
+}
+
+func (d *Decoder) block(b *Block) {
+	b.Type = BlockType(d.Uint())
+	b.Text = d.String()
+	b.ID = d.String()
+	b.Name = d.String()
+	b.Data = d.Raw()
+	b.Signature = d.String()
+	b.IsError = d.Bool()
+	b.CacheControl = d.Raw()
+}
+
+func (e *Encoder) blocks(bs []Block) {
+	e.Uint(uint64(len(bs)))
+	for i := range bs {
+		e.block(&bs[i])
+	}
+}
+
+func (d *Decoder) blocks() []Block {
+	n := d.count(8)
+	if n == 0 {
+		return nil
+	}
+	bs := make([]Block, n)
+	for i := range bs {
+		d.block(&bs[i])
+	}
+	return bs
+}
+
+func (e *Encoder) usage(u *Usage) {
+	e.Int(u.InputTokens)
+	e.Int(u.OutputTokens)
+	e.Int(u.CacheReadTokens)
+	e.Int(u.CacheWriteTokens)
+}
+
+func (d *Decoder) usage(u *Usage) {
+	u.InputTokens = d.Int()
+	u.OutputTokens = d.Int()
+	u.CacheReadTokens = d.Int()
+	u.CacheWriteTokens = d.Int()
+}
+
+func (e *Encoder) meta(m *Meta) {
+	e.String(m.RequestID)
+	e.String(m.Tenant)
+	e.String(m.Session)
+	e.Uint(uint64(m.Dialect))
+	e.String(m.Model)
+	e.Bool(m.Stream)
+	e.KVs(m.Annotations)
+}
+
+func (d *Decoder) meta(m *Meta) {
+	m.RequestID = d.String()
+	m.Tenant = d.String()
+	m.Session = d.String()
+	m.Dialect = Dialect(d.Uint())
+	m.Model = d.String()
+	m.Stream = d.Bool()
+	m.Annotations = d.KVs()
+}
+
+func (e *Encoder) route(r *Route) {
+	e.String(r.Provider)
+	e.String(r.Model)
+	e.String(r.BaseURL)
+}
+
+func (d *Decoder) route(r *Route) {
+	r.Provider = d.String()
+	r.Model = d.String()
+	r.BaseURL = d.String()
+}
+
+func (e *Encoder) optError(x *Error) {
+	e.Bool(x != nil)
+	if x == nil {
+		return
+	}
+	e.Int(x.Status)
+	e.String(x.Kind)
+	e.String(x.Message)
+	e.Bool(x.Retryable)
+	e.Int(x.RetryAfterMs)
+}
+
+func (d *Decoder) optError() *Error {
+	if !d.Bool() {
+		return nil
+	}
+	return &Error{
+		Status:       d.Int(),
+		Kind:         d.String(),
+		Message:      d.String(),
+		Retryable:    d.Bool(),
+		RetryAfterMs: d.Int(),
+	}
+}
+
+// requestParts writes the parts mask followed by the selected parts of r.
+// Stream is always written: it is a property of the exchange, not a part.
+func (e *Encoder) requestParts(r *Request, parts Part) {
+	e.Uint(uint64(parts))
+	e.Bool(r.Stream)
+	if parts&PartModel != 0 {
+		e.String(r.Model)
+	}
+	if parts&PartSystem != 0 {
+		e.blocks(r.System)
+	}
+	if parts&PartMessages != 0 {
+		e.Uint(uint64(len(r.Messages)))
+		for i := range r.Messages {
+			m := &r.Messages[i]
+			e.String(m.Role)
+			e.String(m.Name)
+			e.blocks(m.Content)
+		}
+	}
+	if parts&PartTools != 0 {
+		e.Uint(uint64(len(r.Tools)))
+		for i := range r.Tools {
+			t := &r.Tools[i]
+			e.String(t.Name)
+			e.String(t.Description)
+			e.Raw(t.Schema)
+			e.Raw(t.CacheControl)
+		}
+		e.Raw(r.ToolChoice)
+	}
+	if parts&PartParams != 0 {
+		p := &r.Params
+		e.Uint(uint64(p.Set))
+		e.Int(p.MaxTokens)
+		e.Float(p.Temperature)
+		e.Float(p.TopP)
+		e.Int(p.TopK)
+		e.Int(p.Seed)
+		e.Strings(p.Stop)
+	}
+	if parts&PartExtra != 0 {
+		e.Raw(r.Extra)
+	}
+}
+
+// requestParts reads what Encoder.requestParts wrote and returns the mask.
+func (d *Decoder) requestParts(r *Request) Part {
+	parts := Part(d.Uint())
+	r.Stream = d.Bool()
+	if parts&PartModel != 0 {
+		r.Model = d.String()
+	}
+	if parts&PartSystem != 0 {
+		r.System = d.blocks()
+	}
+	if parts&PartMessages != 0 {
+		if n := d.count(3); n > 0 {
+			r.Messages = make([]Message, n)
+			for i := range r.Messages {
+				m := &r.Messages[i]
+				m.Role = d.String()
+				m.Name = d.String()
+				m.Content = d.blocks()
+			}
+		}
+	}
+	if parts&PartTools != 0 {
+		if n := d.count(4); n > 0 {
+			r.Tools = make([]Tool, n)
+			for i := range r.Tools {
+				t := &r.Tools[i]
+				t.Name = d.String()
+				t.Description = d.String()
+				t.Schema = d.Raw()
+				t.CacheControl = d.Raw()
+			}
+		}
+		r.ToolChoice = d.Raw()
+	}
+	if parts&PartParams != 0 {
+		p := &r.Params
+		p.Set = uint32(d.Uint())
+		p.MaxTokens = d.Int()
+		p.Temperature = d.Float()
+		p.TopP = d.Float()
+		p.TopK = d.Int()
+		p.Seed = d.Int()
+		p.Stop = d.Strings()
+	}
+	if parts&PartExtra != 0 {
+		r.Extra = d.Raw()
+	}
+	return parts
+}
+
+func (e *Encoder) response(r *Response) {
+	e.String(r.ID)
+	e.String(r.Model)
+	e.blocks(r.Content)
+	e.String(r.StopReason)
+	e.String(r.StopSeq)
+	e.usage(&r.Usage)
+}
+
+func (d *Decoder) response(r *Response) {
+	r.ID = d.String()
+	r.Model = d.String()
+	r.Content = d.blocks()
+	r.StopReason = d.String()
+	r.StopSeq = d.String()
+	d.usage(&r.Usage)
+}
+
+func (e *Encoder) optResponse(r *Response) {
+	e.Bool(r != nil)
+	if r != nil {
+		e.response(r)
+	}
+}
+
+func (d *Decoder) optResponse() *Response {
+	if !d.Bool() {
+		return nil
+	}
+	r := &Response{}
+	d.response(r)
+	return r
+}
+
+func (e *Encoder) events(evs []Event) {
+	e.Uint(uint64(len(evs)))
+	for i := range evs {
+		ev := &evs[i]
+		e.Uint(uint64(ev.Type))
+		e.Int(ev.Index)
+		e.String(ev.ID)
+		e.String(ev.Model)
+		e.block(&ev.Block)
+		e.Uint(uint64(ev.Delta))
+		e.String(ev.Text)
+		e.String(ev.StopReason)
+		e.String(ev.StopSeq)
+		e.usage(&ev.Usage)
+		e.optError(ev.Error)
+	}
+}
+
+func (d *Decoder) events() []Event {
+	n := d.count(16)
+	if n == 0 {
+		return nil
+	}
+	evs := make([]Event, n)
+	for i := range evs {
+		ev := &evs[i]
+		ev.Type = EventType(d.Uint())
+		ev.Index = d.Int()
+		ev.ID = d.String()
+		ev.Model = d.String()
+		d.block(&ev.Block)
+		ev.Delta = DeltaKind(d.Uint())
+		ev.Text = d.String()
+		ev.StopReason = d.String()
+		ev.StopSeq = d.String()
+		d.usage(&ev.Usage)
+		ev.Error = d.optError()
+	}
+	return evs
+}
+
+// Encode writes the descriptor.
+func (x *Descriptor) Encode(e *Encoder) {
+	e.Reset()
+	e.Uint(uint64(x.ABI))
+	e.String(x.Name)
+	e.String(x.Version)
+	e.String(x.Kind)
+	e.Uint(uint64(x.Phases))
+	e.Uint(uint64(x.Reads))
+	e.Uint(uint64(x.Writes))
+}
+
+// Decode reads the descriptor.
+func (x *Descriptor) Decode(b []byte) error {
+	d := NewDecoder(b)
+	x.ABI = uint32(d.Uint())
+	x.Name = d.String()
+	x.Version = d.String()
+	x.Kind = d.String()
+	x.Phases = Phase(d.Uint())
+	x.Reads = Part(d.Uint())
+	x.Writes = Part(d.Uint())
+	return d.Err()
+}
+
+// EncodeLayerRequest writes a LayerRequest holding only the given parts of req.
+// The host calls it directly so it never copies a Request to build one.
+func EncodeLayerRequest(e *Encoder, m *Meta, req *Request, parts Part) {
+	e.Reset()
+	e.meta(m)
+	e.requestParts(req, parts)
+}
+
+// Encode writes the layer request with every part of its Request.
+func (x *LayerRequest) Encode(e *Encoder) { EncodeLayerRequest(e, &x.Meta, &x.Request, PartAll) }
+
+// Decode reads a layer request.
+func (x *LayerRequest) Decode(b []byte) error {
+	d := NewDecoder(b)
+	d.meta(&x.Meta)
+	d.requestParts(&x.Request)
+	return d.Err()
+}
+
+// Encode writes the layer result.
+func (x *LayerResult) Encode(e *Encoder) {
+	e.Reset()
+	e.Uint(uint64(x.Action))
+	e.requestParts(&x.Request, x.Patched)
+	e.optResponse(x.Answer)
+	e.optError(x.Error)
+	e.KVs(x.Headers)
+	e.KVs(x.Annotations)
+}
+
+// Decode reads a layer result.
+func (x *LayerResult) Decode(b []byte) error {
+	d := NewDecoder(b)
+	x.Action = uint8(d.Uint())
+	x.Patched = d.requestParts(&x.Request)
+	x.Answer = d.optResponse()
+	x.Error = d.optError()
+	x.Headers = d.KVs()
+	x.Annotations = d.KVs()
+	return d.Err()
+}
+
+// Encode writes the layer response.
+func (x *LayerResponse) Encode(e *Encoder) {
+	e.Reset()
+	e.meta(&x.Meta)
+	e.response(&x.Response)
+}
+
+// Decode reads a layer response.
+func (x *LayerResponse) Decode(b []byte) error {
+	d := NewDecoder(b)
+	d.meta(&x.Meta)
+	d.response(&x.Response)
+	return d.Err()
+}
+
+// Encode writes the layer response result.
+func (x *LayerResponseResult) Encode(e *Encoder) {
+	e.Reset()
+	e.Bool(x.Replaced)
+	if x.Replaced {
+		e.response(&x.Response)
+	}
+	e.KVs(x.Headers)
+}
+
+// Decode reads a layer response result.
+func (x *LayerResponseResult) Decode(b []byte) error {
+	d := NewDecoder(b)
+	x.Replaced = d.Bool()
+	if x.Replaced {
+		d.response(&x.Response)
+	}
+	x.Headers = d.KVs()
+	return d.Err()
+}
+
+// Encode writes the layer stream batch.
+func (x *LayerStream) Encode(e *Encoder) {
+	e.Reset()
+	e.meta(&x.Meta)
+	e.events(x.Events)
+	e.Raw(x.State)
+	e.Bool(x.Final)
+}
+
+// Decode reads a layer stream batch.
+func (x *LayerStream) Decode(b []byte) error {
+	d := NewDecoder(b)
+	d.meta(&x.Meta)
+	x.Events = d.events()
+	x.State = d.Raw()
+	x.Final = d.Bool()
+	return d.Err()
+}
+
+// Encode writes the layer stream result.
+func (x *LayerStreamResult) Encode(e *Encoder) {
+	e.Reset()
+	e.events(x.Events)
+	e.Raw(x.State)
+}
+
+// Decode reads a layer stream result.
+func (x *LayerStreamResult) Decode(b []byte) error {
+	d := NewDecoder(b)
+	x.Events = d.events()
+	x.State = d.Raw()
+	return d.Err()
+}
+
+// Encode writes the encode input.
+func (x *EncodeInput) Encode(e *Encoder) {
+	e.Reset()
+	e.meta(&x.Meta)
+	e.route(&x.Route)
+	e.requestParts(&x.Request, PartAll)
+	e.Bool(x.Pristine)
+}
+
+// Decode reads the encode input.
+func (x *EncodeInput) Decode(b []byte) error {
+	d := NewDecoder(b)
+	d.meta(&x.Meta)
+	d.route(&x.Route)
+	d.requestParts(&x.Request)
+	x.Pristine = d.Bool()
+	return d.Err()
+}
+
+// Encode writes the encode result.
+func (x *EncodeResult) Encode(e *Encoder) {
+	e.Reset()
+	e.Bool(x.Call != nil)
+	if c := x.Call; c != nil {
+		e.String(c.Method)
+		e.String(c.URL)
+		e.KVs(c.Headers)
+		e.Uint(uint64(c.BodyMode))
+		e.Uint(uint64(c.BodyDialect))
+		e.Raw(c.Body)
+		e.Bool(c.Stream)
+		e.Uint(uint64(c.ResponseDialect))
+	}
+	e.optResponse(x.Local)
+	e.optError(x.Error)
+}
+
+// Decode reads the encode result.
+func (x *EncodeResult) Decode(b []byte) error {
+	d := NewDecoder(b)
+	if d.Bool() {
+		x.Call = &UpstreamCall{
+			Method:          d.String(),
+			URL:             d.String(),
+			Headers:         d.KVs(),
+			BodyMode:        uint8(d.Uint()),
+			BodyDialect:     Dialect(d.Uint()),
+			Body:            d.Raw(),
+			Stream:          d.Bool(),
+			ResponseDialect: Dialect(d.Uint()),
+		}
+	}
+	x.Local = d.optResponse()
+	x.Error = d.optError()
+	return d.Err()
+}
+
+// Encode writes the decode input.
+func (x *DecodeInput) Encode(e *Encoder) {
+	e.Reset()
+	e.meta(&x.Meta)
+	e.route(&x.Route)
+	e.Int(x.Status)
+	e.KVs(x.Headers)
+	e.Raw(x.Body)
+}
+
+// Decode reads the decode input.
+func (x *DecodeInput) Decode(b []byte) error {
+	d := NewDecoder(b)
+	d.meta(&x.Meta)
+	d.route(&x.Route)
+	x.Status = d.Int()
+	x.Headers = d.KVs()
+	x.Body = d.Raw()
+	return d.Err()
+}
+
+// Encode writes the decode result.
+func (x *DecodeResult) Encode(e *Encoder) {
+	e.Reset()
+	e.optResponse(x.Response)
+	e.optError(x.Error)
+}
+
+// Decode reads the decode result.
+func (x *DecodeResult) Decode(b []byte) error {
+	d := NewDecoder(b)
+	x.Response = d.optResponse()
+	x.Error = d.optError()
+	return d.Err()
+}
+
+// Encode writes the stream decode input.
+func (x *DecodeStreamInput) Encode(e *Encoder) {
+	e.Reset()
+	e.meta(&x.Meta)
+	e.route(&x.Route)
+	e.Uint(uint64(len(x.Events)))
+	for i := range x.Events {
+		e.String(x.Events[i].Event)
+		e.Raw(x.Events[i].Data)
+	}
+	e.Raw(x.State)
+	e.Bool(x.Final)
+}
+
+// Decode reads the stream decode input.
+func (x *DecodeStreamInput) Decode(b []byte) error {
+	d := NewDecoder(b)
+	d.meta(&x.Meta)
+	d.route(&x.Route)
+	if n := d.count(2); n > 0 {
+		x.Events = make([]SSE, n)
+		for i := range x.Events {
+			x.Events[i].Event = d.String()
+			x.Events[i].Data = d.Raw()
+		}
+	}
+	x.State = d.Raw()
+	x.Final = d.Bool()
+	return d.Err()
+}
+
+// Encode writes the stream decode result.
+func (x *DecodeStreamResult) Encode(e *Encoder) {
+	e.Reset()
+	e.events(x.Events)
+	e.Raw(x.State)
+	e.optError(x.Error)
+}
+
+// Decode reads the stream decode result.
+func (x *DecodeStreamResult) Decode(b []byte) error {
+	d := NewDecoder(b)
+	x.Events = d.events()
+	x.State = d.Raw()
+	x.Error = d.optError()
+	return d.Err()
+}
