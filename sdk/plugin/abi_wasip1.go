@@ -33,7 +33,14 @@ func exportBuffer(size uint32) uint32 {
 }
 
 func call(op Op, n uint32) uint64 {
-	res := dispatch(op, inBuf[:n])
+	var res []byte
+	if int(n) > len(inBuf) {
+		// The host must write through bardo_buffer first; refusing here keeps
+		// a host bug from reading stale bytes of an earlier call.
+		res = fail(errInputLength)
+	} else {
+		res = dispatch(op, inBuf[:n])
+	}
 	runtime.Gosched()
 	if len(res) == 0 {
 		return 0

@@ -109,12 +109,19 @@ var errNotRegistered = errors.New("plugin registered neither a layer nor a provi
 // returned slice is valid until the next call.
 func dispatch(op Op, in []byte) []byte {
 	if err := run(op, in); err != nil {
-		out.Reset()
-		b := append(out.Bytes()[:0], StatusError)
-		return append(b, err.Error()...)
+		return fail(err)
 	}
 	return out.Bytes()
 }
+
+// fail encodes an error result.
+func fail(err error) []byte {
+	out.Reset()
+	b := append(out.Bytes()[:0], StatusError)
+	return append(b, err.Error()...)
+}
+
+var errInputLength = errors.New("input length exceeds the buffer obtained from bardo_buffer")
 
 type encodable interface{ Encode(*wire.Encoder) }
 
@@ -276,13 +283,20 @@ func Logf(level int, format string, args ...any) { Log(level, fmt.Sprintf(format
 func Now() time.Time { return time.Unix(0, hostClock()) }
 
 // KVGet reads a key from this plugin's key/value namespace for the current
-// tenant. ok is false when the key is absent or expired.
+// tenant (during Init, the empty tenant). ok is false when the key is absent,
+// expired, or the host refused the read (which it logs).
 func KVGet(key string) (value []byte, ok bool) { return hostKVGet(key) }
 
 // KVPut stores a value under key for ttl (0 = no expiry) in this plugin's
 // namespace for the current tenant.
+// A positive ttl under a millisecond is rounded up to one: the ABI counts in
+// milliseconds and 0 would mean "never expires".
 func KVPut(key string, value []byte, ttl time.Duration) error {
-	return hostKVPut(key, value, ttl.Milliseconds())
+	ms := ttl.Milliseconds()
+	if ttl > 0 && ms == 0 {
+		ms = 1
+	}
+	return hostKVPut(key, value, ms)
 }
 
 // KVDelete removes a key from this plugin's namespace for the current tenant.

@@ -1,0 +1,103 @@
+// Package kvstore holds the key/value stores behind the plugins' kv host
+// functions: an in-memory store (the single-box default) and, later, Redis.
+package kvstore
+
+import (
+	"container/list"
+	"errors"
+	"sync"
+	"time"
+)
+
+// ErrTooLarge is returned when a single value exceeds the store's capacity.
+var ErrTooLarge = errors.New("kvstore: value larger than the store's capacity")
+
+// Memory is an in-memory store with per-key TTL and a byte budget; when the
+// budget is exceeded the least recently used keys are evicted. It is safe for
+// concurrent use.
+type Memory struct {
+	mu       sync.Mutex
+	capacity int64
+	used     int64
+	items    map[string]*list.Element
+	lru      list.List // front = most recently used
+	now      func() time.Time
+}
+
+type entry struct {
+	key     string
+	val     []byte
+	expires time.Time // zero: never
+}
+
+// NewMemory returns a store holding at most capacity bytes of keys and values.
+func NewMemory(capacity int64) *Memory {
+	return &Memory{capacity: capacity, items: make(map[string]*list.Element), now: time.Now}
+}
+
+func size(key string, val []byte) int64 { return int64(len(key) + len(val) + 64) }
+
+// Get returns a copy-free view of the value; callers must not modify it.
+func (m *Memory) Get(key string) ([]byte, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	el, ok := m.items[key]
+	if !ok {
+		return nil, false
+	}
+	e := el.Value.(*entry)
+	if !e.expires.IsZero() && !m.now().Before(e.expires) {
+		m.remove(el)
+		return nil, false
+	}
+	m.lru.MoveToFront(el)
+	return e.val, true
+}
+
+// Put stores val under key for ttl (0: no expiry). The store keeps val; the
+// caller must not modify it afterwards.
+func (m *Memory) Put(key string, val []byte, ttl time.Duration) error {
+	sz := size(key, val)
+	if sz > m.capacity {
+		return ErrTooLarge
+	}
+	var exp time.Time
+	if ttl > 0 {
+		exp = m.now().Add(ttl)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if el, ok := m.items[key]; ok {
+		m.remove(el)
+	}
+	for m.used+sz > m.capacity {
+		m.remove(m.lru.Back())
+	}
+	m.items[key] = m.lru.PushFront(&entry{key: key, val: val, expires: exp})
+	m.used += sz
+	return nil
+}
+
+// Delete removes key; deleting an absent key is not an error.
+func (m *Memory) Delete(key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if el, ok := m.items[key]; ok {
+		m.remove(el)
+	}
+	return nil
+}
+
+// Len reports the number of keys held (expired ones included until touched).
+func (m *Memory) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.items)
+}
+
+func (m *Memory) remove(el *list.Element) {
+	e := el.Value.(*entry)
+	m.lru.Remove(el)
+	delete(m.items, e.key)
+	m.used -= size(e.key, e.val)
+}

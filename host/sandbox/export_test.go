@@ -1,0 +1,26 @@
+package sandbox
+
+// PoolState inspects the instance pool for tests. Call it only while no call
+// is in flight: it takes every idle instance out of the pool and puts it back.
+// idle is the number of instances waiting in the pool, closedIdle how many of
+// those wazero has already closed (a closed instance in the pool fails the next
+// call made on it), and slots the number of instances the pool counts as live.
+func (p *Plugin) PoolState() (idle, closedIdle, slots int) {
+	var ins []*instance
+	for {
+		select {
+		case in := <-p.idle:
+			ins = append(ins, in)
+			continue
+		default:
+		}
+		break
+	}
+	for _, in := range ins {
+		if in.mod.IsClosed() {
+			closedIdle++
+		}
+		p.idle <- in
+	}
+	return len(ins), closedIdle, len(p.slots)
+}

@@ -1,0 +1,215 @@
+package sandbox
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/tetratelabs/wazero/api"
+)
+
+// hostModule is the import module name of ABI v1's host functions. A future
+// incompatible ABI gets a new module name (bardo_v2), so old plugins keep
+// loading; compatible additions are new functions in the same module.
+const hostModule = "bardo_v1"
+
+// Limits on what a guest may hand the host in one host call: a plugin cannot
+// make the host allocate without bound.
+const (
+	maxKeyLen   = 1 << 10
+	maxValueLen = 16 << 20
+	maxLogLen   = 8 << 10
+	maxNameLen  = 128
+)
+
+const (
+	i32 = api.ValueTypeI32
+	i64 = api.ValueTypeI64
+	f64 = api.ValueTypeF64
+)
+
+type hostFunc struct {
+	fn      api.GoModuleFunc
+	params  []api.ValueType
+	results []api.ValueType
+}
+
+// hostFunctions is ABI v1's import table (docs/abi.md). Stack-based Go
+// functions avoid reflection on every call.
+var hostFunctions = map[string]hostFunc{
+	"log":       {hostLog, []api.ValueType{i32, i32, i32}, nil},
+	"clock_now": {hostClockNow, nil, []api.ValueType{i64}},
+	"kv_get":    {hostKVGet, []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i64}},
+	"kv_put":    {hostKVPut, []api.ValueType{i32, i32, i32, i32, i64}, []api.ValueType{i32}},
+	"kv_delete": {hostKVDelete, []api.ValueType{i32, i32}, []api.ValueType{i32}},
+	"config":    {hostConfig, []api.ValueType{i32, i32}, []api.ValueType{i64}},
+	"metric":    {hostMetric, []api.ValueType{i32, i32, i32, f64}, nil},
+}
+
+func (p *Plugin) instantiateHostModule(ctx context.Context) error {
+	b := p.runtime.NewHostModuleBuilder(hostModule)
+	for name, f := range hostFunctions {
+		b.NewFunctionBuilder().WithGoModuleFunction(f.fn, f.params, f.results).Export(name)
+	}
+	_, err := b.Instantiate(ctx)
+	return err
+}
+
+func state(ctx context.Context) *callState {
+	cs, _ := ctx.Value(callKey{}).(*callState)
+	return cs
+}
+
+// readString copies guest memory; the bool is false when the range is outside
+// memory or longer than limit.
+func readBytes(m api.Module, ptr, n uint32, limit uint32) ([]byte, bool) {
+	if n > limit {
+		return nil, false
+	}
+	b, ok := m.Memory().Read(ptr, n)
+	if !ok {
+		return nil, false
+	}
+	return b, true
+}
+
+// namespacedKey prefixes a guest key with plugin and tenant, so plugins cannot
+// read each other's data and tenants are isolated by construction. The tenant
+// is length-prefixed: no tenant name, whatever bytes it holds, can forge
+// another tenant's prefix. (Plugin names are [a-z0-9-]+.)
+func namespacedKey(cs *callState, key []byte) string {
+	return cs.p.opts.Name + "\x00" + strconv.Itoa(len(cs.info.Tenant)) + ":" + cs.info.Tenant + string(key)
+}
+
+func hostLog(ctx context.Context, m api.Module, stack []uint64) {
+	cs := state(ctx)
+	level, ptr, n := int32(stack[0]), uint32(stack[1]), uint32(stack[2])
+	if n > maxLogLen {
+		n = maxLogLen
+	}
+	msg, ok := m.Memory().Read(ptr, n)
+	if !ok || cs == nil {
+		return
+	}
+	lvl := slog.LevelInfo
+	switch level {
+	case 0:
+		lvl = slog.LevelDebug
+	case 2:
+		lvl = slog.LevelWarn
+	case 3:
+		lvl = slog.LevelError
+	}
+	cs.p.log.Log(ctx, lvl, string(msg), "request_id", cs.info.RequestID)
+}
+
+func hostClockNow(_ context.Context, _ api.Module, stack []uint64) {
+	stack[0] = uint64(time.Now().UnixNano())
+}
+
+func hostKVGet(ctx context.Context, m api.Module, stack []uint64) {
+	cs := state(ctx)
+	kp, kn, bp, bc := uint32(stack[0]), uint32(stack[1]), uint32(stack[2]), uint32(stack[3])
+	stack[0] = math.MaxUint64 // -1: absent
+	if cs == nil || cs.p.opts.KV == nil {
+		return
+	}
+	key, ok := readBytes(m, kp, kn, maxKeyLen)
+	if !ok {
+		return
+	}
+	val, found := cs.p.opts.KV.Get(namespacedKey(cs, key))
+	if !found {
+		return
+	}
+	if uint32(len(val)) <= bc && !m.Memory().Write(bp, val) {
+		return
+	}
+	stack[0] = uint64(len(val))
+}
+
+func hostKVPut(ctx context.Context, m api.Module, stack []uint64) {
+	cs := state(ctx)
+	kp, kn, vp, vn, ttl := uint32(stack[0]), uint32(stack[1]), uint32(stack[2]), uint32(stack[3]), int64(stack[4])
+	stack[0] = 1
+	if cs == nil || cs.p.opts.KV == nil || ttl < 0 {
+		return
+	}
+	key, ok := readBytes(m, kp, kn, maxKeyLen)
+	if !ok {
+		return
+	}
+	val, ok := readBytes(m, vp, vn, maxValueLen)
+	if !ok {
+		return
+	}
+	// The store keeps the value beyond this call; guest memory does not last.
+	if err := cs.p.opts.KV.Put(namespacedKey(cs, key), append([]byte(nil), val...), time.Duration(ttl)*time.Millisecond); err != nil {
+		cs.p.log.Warn("kv put failed", "err", err)
+		return
+	}
+	stack[0] = 0
+}
+
+func hostKVDelete(ctx context.Context, m api.Module, stack []uint64) {
+	cs := state(ctx)
+	kp, kn := uint32(stack[0]), uint32(stack[1])
+	stack[0] = 1
+	if cs == nil || cs.p.opts.KV == nil {
+		return
+	}
+	key, ok := readBytes(m, kp, kn, maxKeyLen)
+	if !ok {
+		return
+	}
+	if err := cs.p.opts.KV.Delete(namespacedKey(cs, key)); err != nil {
+		cs.p.log.Warn("kv delete failed", "err", err)
+		return
+	}
+	stack[0] = 0
+}
+
+func hostConfig(ctx context.Context, m api.Module, stack []uint64) {
+	cs := state(ctx)
+	bp, bc := uint32(stack[0]), uint32(stack[1])
+	stack[0] = 0
+	if cs == nil {
+		return
+	}
+	cfg := cs.p.opts.Config
+	if uint32(len(cfg)) <= bc && !m.Memory().Write(bp, cfg) {
+		return
+	}
+	stack[0] = uint64(len(cfg))
+}
+
+func hostMetric(ctx context.Context, m api.Module, stack []uint64) {
+	cs := state(ctx)
+	kind, np, nn, v := int32(stack[0]), uint32(stack[1]), uint32(stack[2]), api.DecodeF64(stack[3])
+	if cs == nil || cs.p.opts.Metrics == nil {
+		return
+	}
+	name, ok := readBytes(m, np, nn, maxNameLen)
+	if !ok || !validMetricName(name) {
+		return
+	}
+	cs.p.opts.Metrics.PluginMetric(cs.p.opts.Name, int(kind), string(name), v)
+}
+
+// validMetricName keeps guest-chosen names inside Prometheus' grammar.
+func validMetricName(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for i, c := range b {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '_':
+		case c >= '0' && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,483 @@
+// Package sandbox runs WASM plugins (ABI v1) under wazero: it compiles a
+// plugin once, keeps a bounded pool of instances (one call in flight per
+// instance), caps each instance's memory, bounds each call's time, routes the
+// guest's stderr to the log, and throws an instance away after any trap so a
+// misbehaving plugin costs one call, never the process.
+//
+// # Trusted and untrusted plugins
+//
+// wazero can only interrupt guest code if the runtime is built with
+// WithCloseOnContextDone(true), which makes guest code 5–9× slower (wazero
+// issue #2466). Without it a looping guest cannot be stopped and, because
+// compiled guest code has no preemption points, blocks the Go garbage
+// collector and so freezes the whole process. Each plugin therefore chooses:
+//
+//   - Trusted (first-party, reviewed): full speed; the timeout is checked
+//     when the call returns (a late result is discarded as a timeout), but a
+//     call that never returns is never stopped.
+//   - Untrusted (third-party; the default): interruptible; a call that
+//     exceeds its timeout is aborted and its instance discarded.
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// Options configure one plugin.
+type Options struct {
+	Name        string        // the name in pipeline.toml (logs, metrics, kv namespace)
+	Path        string        // the .wasm file
+	Trusted     bool          // see the package doc
+	MemoryLimit int64         // bytes of linear memory per instance; rounded down to 64 KiB pages
+	PoolSize    int           // instances at most (≥ 1)
+	Timeout     time.Duration // per call; 0 means no limit beyond the caller's context
+	Config      []byte        // the plugin's config table as JSON, served by the config host function
+
+	Cache   wazero.CompilationCache // shared compilation cache; nil compiles every time
+	Log     *slog.Logger
+	KV      KV      // nil: kv host functions fail
+	Metrics Metrics // nil: metrics are dropped
+}
+
+// KV is the key/value store behind the kv_* host functions. Keys arrive
+// already namespaced by plugin and tenant.
+type KV interface {
+	Get(key string) ([]byte, bool)
+	Put(key string, val []byte, ttl time.Duration) error
+	Delete(key string) error
+}
+
+// Metrics receives the metric host function's samples.
+type Metrics interface {
+	PluginMetric(plugin string, kind int, name string, value float64)
+}
+
+// CallInfo identifies the request a call serves; host functions use it to
+// namespace kv keys by tenant and to tag logs.
+type CallInfo struct {
+	RequestID string
+	Tenant    string
+}
+
+// Errors a Call can return, for callers that apply on_error policies.
+var (
+	ErrTimeout  = errors.New("plugin call timed out")
+	ErrTrap     = errors.New("plugin trapped")
+	ErrPoolWait = errors.New("no plugin instance became free")
+)
+
+// CallError is a failure reported by the plugin itself (StatusError output),
+// as opposed to a trap or a timeout.
+type CallError struct {
+	Plugin string
+	Msg    string
+}
+
+func (e *CallError) Error() string { return fmt.Sprintf("plugin %s: %s", e.Plugin, e.Msg) }
+
+// Plugin is a loaded plugin: compiled code plus its instance pool.
+type Plugin struct {
+	opts     Options
+	desc     wire.Descriptor
+	runtime  wazero.Runtime
+	compiled wazero.CompiledModule
+	log      *slog.Logger
+
+	idle  chan *instance
+	slots chan struct{}
+
+	closed       atomic.Bool
+	closeOnce    sync.Once
+	runtimeFreed atomic.Bool
+
+	// Counters for tests and metrics.
+	instantiated atomic.Int64
+	discarded    atomic.Int64
+}
+
+type instance struct {
+	mod   api.Module
+	mem   api.Memory
+	buf   api.Function
+	ops   [plugin.OpDecodeStream + 1]api.Function
+	stack [2]uint64
+}
+
+var exportNames = [...]string{
+	plugin.OpDescribe:     "bardo_describe",
+	plugin.OpInit:         "bardo_init",
+	plugin.OpOnRequest:    "bardo_on_request",
+	plugin.OpOnResponse:   "bardo_on_response",
+	plugin.OpOnStream:     "bardo_on_stream",
+	plugin.OpEncode:       "bardo_encode",
+	plugin.OpDecode:       "bardo_decode",
+	plugin.OpDecodeStream: "bardo_decode_stream",
+}
+
+const pageSize = 64 << 10
+
+// Load compiles the plugin, starts one instance to read its descriptor and
+// check its ABI, and keeps that instance in the pool.
+func Load(ctx context.Context, opts Options) (*Plugin, error) {
+	if opts.PoolSize < 1 {
+		opts.PoolSize = 1
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	code, err := os.ReadFile(opts.Path)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: %w", opts.Name, err)
+	}
+	rc := wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(!opts.Trusted)
+	if opts.MemoryLimit > 0 {
+		pages := opts.MemoryLimit / pageSize
+		if pages < 1 {
+			pages = 1
+		}
+		if pages > 65536 {
+			pages = 65536
+		}
+		rc = rc.WithMemoryLimitPages(uint32(pages))
+	}
+	if opts.Cache != nil {
+		rc = rc.WithCompilationCache(opts.Cache)
+	}
+	p := &Plugin{
+		opts:  opts,
+		log:   opts.Log.With("plugin", opts.Name),
+		idle:  make(chan *instance, opts.PoolSize),
+		slots: make(chan struct{}, opts.PoolSize),
+	}
+	p.runtime = wazero.NewRuntimeWithConfig(ctx, rc)
+	fail := func(err error) (*Plugin, error) {
+		p.runtime.Close(context.Background())
+		return nil, fmt.Errorf("plugin %s (%s): %w", opts.Name, opts.Path, err)
+	}
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, p.runtime); err != nil {
+		return fail(err)
+	}
+	if err := p.instantiateHostModule(ctx); err != nil {
+		return fail(err)
+	}
+	p.compiled, err = p.runtime.CompileModule(ctx, code)
+	if err != nil {
+		return fail(fmt.Errorf("compile: %w", err))
+	}
+	if err := checkImports(p.compiled); err != nil {
+		return fail(err)
+	}
+	p.slots <- struct{}{}
+	in, err := p.instantiate(ctx)
+	if err != nil {
+		<-p.slots
+		return fail(err)
+	}
+	out, err := p.callInstance(ctx, in, plugin.OpDescribe, nil, CallInfo{})
+	if err != nil {
+		return fail(fmt.Errorf("describe: %w", err))
+	}
+	if err := p.desc.Decode(out); err != nil {
+		return fail(fmt.Errorf("describe: %w", err))
+	}
+	if p.desc.ABI != plugin.ABIVersion {
+		return fail(fmt.Errorf("built for ABI v%d, this host speaks v%d", p.desc.ABI, plugin.ABIVersion))
+	}
+	if p.desc.Kind != "layer" && p.desc.Kind != "provider" {
+		return fail(fmt.Errorf("describe: unknown kind %q", p.desc.Kind))
+	}
+	p.idle <- in
+	return p, nil
+}
+
+// checkImports refuses a plugin that imports host functions this host does not
+// provide, with a message naming them (wazero's own error is less direct).
+func checkImports(cm wazero.CompiledModule) error {
+	for _, f := range cm.ImportedFunctions() {
+		mod, name, _ := f.Import()
+		switch mod {
+		case "wasi_snapshot_preview1":
+		case hostModule:
+			if _, ok := hostFunctions[name]; !ok {
+				return fmt.Errorf("imports %s.%s, which this host (ABI v%d) does not provide", mod, name, plugin.ABIVersion)
+			}
+		default:
+			return fmt.Errorf("imports unknown module %q (function %s)", mod, name)
+		}
+	}
+	return nil
+}
+
+// Descriptor is what the plugin said about itself.
+func (p *Plugin) Descriptor() wire.Descriptor { return p.desc }
+
+// Name is the plugin's name from the configuration.
+func (p *Plugin) Name() string { return p.opts.Name }
+
+// Trusted reports the plugin's timeout policy.
+func (p *Plugin) Trusted() bool { return p.opts.Trusted }
+
+// Stats reports how many instances were created and discarded (after traps or
+// timeouts) over the plugin's life.
+func (p *Plugin) Stats() (instantiated, discarded int64) {
+	return p.instantiated.Load(), p.discarded.Load()
+}
+
+func (p *Plugin) instantiate(ctx context.Context) (*instance, error) {
+	stderr := &lineLogger{log: p.log, level: slog.LevelWarn}
+	cfg := wazero.NewModuleConfig().
+		WithName("").
+		WithStartFunctions("_initialize").
+		WithStderr(stderr).
+		WithStdout(&lineLogger{log: p.log, level: slog.LevelInfo}).
+		WithSysWalltime().
+		WithSysNanotime().
+		WithSysNanosleep().
+		WithRandSource(rand.Reader)
+	// Instantiation and _initialize run on a context free of the request's
+	// deadline: a half-initialized instance is useless, and a plugin's own
+	// initializer is bounded by the load-time checks.
+	mod, err := p.runtime.InstantiateModule(context.WithoutCancel(ctx), p.compiled, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("instantiate: %w", err)
+	}
+	in := &instance{mod: mod, mem: mod.Memory(), buf: mod.ExportedFunction("bardo_buffer")}
+	if in.buf == nil || in.mem == nil {
+		mod.Close(context.Background())
+		return nil, errors.New("not an ABI v1 plugin: missing export bardo_buffer or memory (was it built with -buildmode=c-shared and the sdk?)")
+	}
+	for op, name := range exportNames {
+		in.ops[op] = mod.ExportedFunction(name)
+	}
+	p.instantiated.Add(1)
+	if _, err := p.callInstance(ctx, in, plugin.OpInit, nil, CallInfo{}); err != nil {
+		return nil, fmt.Errorf("init: %w", err)
+	}
+	return in, nil
+}
+
+// acquire takes an idle instance, or creates one while the pool has room, or
+// waits for one until ctx is done.
+func (p *Plugin) acquire(ctx context.Context) (*instance, error) {
+	select {
+	case in := <-p.idle:
+		return in, nil
+	default:
+	}
+	select {
+	case in := <-p.idle:
+		return in, nil
+	case p.slots <- struct{}{}:
+		in, err := p.instantiate(ctx)
+		if err != nil {
+			<-p.slots
+			return nil, err
+		}
+		return in, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("plugin %s: %w: %w", p.opts.Name, ErrPoolWait, ctx.Err())
+	}
+}
+
+func (p *Plugin) release(in *instance) {
+	if p.closed.Load() {
+		p.discard(in)
+		return
+	}
+	p.idle <- in
+}
+
+func (p *Plugin) discard(in *instance) {
+	in.mod.Close(context.Background())
+	p.discarded.Add(1)
+	<-p.slots
+	p.maybeFreeRuntime()
+}
+
+// Has reports whether the plugin exports the given op.
+func (p *Plugin) Has(op plugin.Op) bool {
+	select {
+	case in := <-p.idle:
+		ok := in.ops[op] != nil
+		p.idle <- in
+		return ok
+	default:
+	}
+	// Every instance of a module has the same exports; ask the compiled module.
+	_, ok := p.compiled.ExportedFunctions()[exportNames[op]]
+	return ok
+}
+
+// Call runs one op: it waits for a free instance (bounded by ctx), writes in
+// into the guest, calls the export under the plugin's timeout and returns a
+// copy of the output (a successful result message, starting with the wire
+// format version). A trap or timeout discards the instance.
+func (p *Plugin) Call(ctx context.Context, op plugin.Op, in []byte, info CallInfo) ([]byte, error) {
+	if p.closed.Load() {
+		return nil, fmt.Errorf("plugin %s: closed", p.opts.Name)
+	}
+	if p.opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.opts.Timeout)
+		defer cancel()
+	}
+	inst, err := p.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := p.callInstance(ctx, inst, op, in, info)
+	if err != nil && !isPluginError(err) {
+		p.discard(inst)
+		return nil, err
+	}
+	p.release(inst)
+	return out, err
+}
+
+func isPluginError(err error) bool {
+	var ce *CallError
+	return errors.As(err, &ce)
+}
+
+type callKey struct{}
+
+type callState struct {
+	p    *Plugin
+	info CallInfo
+}
+
+func (p *Plugin) callInstance(ctx context.Context, in *instance, op plugin.Op, input []byte, info CallInfo) ([]byte, error) {
+	fn := in.ops[op]
+	if fn == nil {
+		return nil, &CallError{Plugin: p.opts.Name, Msg: fmt.Sprintf("does not export %s", exportNames[op])}
+	}
+	ctx = context.WithValue(ctx, callKey{}, &callState{p: p, info: info})
+
+	in.stack[0] = uint64(len(input))
+	if err := in.buf.CallWithStack(ctx, in.stack[:]); err != nil {
+		return nil, p.callFailed(ctx, err)
+	}
+	ptr := uint32(in.stack[0])
+	if len(input) > 0 && !in.mem.Write(ptr, input) {
+		return nil, fmt.Errorf("plugin %s: %w: input buffer out of bounds", p.opts.Name, ErrTrap)
+	}
+	in.stack[0] = uint64(len(input))
+	if err := fn.CallWithStack(ctx, in.stack[:]); err != nil {
+		return nil, p.callFailed(ctx, err)
+	}
+	if p.opts.Trusted && ctx.Err() != nil {
+		// A trusted call cannot be interrupted; it finished late, so treat it
+		// as timed out rather than let a slow plugin stretch the request.
+		return nil, fmt.Errorf("plugin %s: %w (finished late, trusted mode cannot interrupt)", p.opts.Name, ErrTimeout)
+	}
+	packed := in.stack[0]
+	optr, olen := uint32(packed>>32), uint32(packed)
+	view, ok := in.mem.Read(optr, olen)
+	if !ok || olen == 0 {
+		return nil, fmt.Errorf("plugin %s: %w: output [%d,+%d) out of bounds", p.opts.Name, ErrTrap, optr, olen)
+	}
+	if view[0] == plugin.StatusError {
+		return nil, &CallError{Plugin: p.opts.Name, Msg: string(view[1:])}
+	}
+	return append([]byte(nil), view...), nil
+}
+
+func (p *Plugin) callFailed(ctx context.Context, err error) error {
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		switch exit.ExitCode() {
+		case sys.ExitCodeDeadlineExceeded:
+			return fmt.Errorf("plugin %s: %w", p.opts.Name, ErrTimeout)
+		case sys.ExitCodeContextCanceled:
+			return fmt.Errorf("plugin %s: call canceled: %w", p.opts.Name, context.Canceled)
+		}
+		p.log.Warn("plugin exited", "code", exit.ExitCode())
+		return fmt.Errorf("plugin %s: %w: exited with code %d", p.opts.Name, ErrTrap, exit.ExitCode())
+	}
+	if ctx.Err() != nil && !p.opts.Trusted {
+		return fmt.Errorf("plugin %s: %w", p.opts.Name, ErrTimeout)
+	}
+	p.log.Warn("plugin trapped", "err", err)
+	return fmt.Errorf("plugin %s: %w: %w", p.opts.Name, ErrTrap, err)
+}
+
+// Close stops the plugin: idle instances are closed now, busy ones when their
+// call returns (calls in flight finish on them); the runtime is freed with the
+// last instance.
+func (p *Plugin) Close() {
+	p.closeOnce.Do(func() {
+		p.closed.Store(true)
+		for {
+			select {
+			case in := <-p.idle:
+				p.discard(in)
+				continue
+			default:
+			}
+			break
+		}
+		p.maybeFreeRuntime()
+	})
+}
+
+func (p *Plugin) maybeFreeRuntime() {
+	if p.closed.Load() && len(p.slots) == 0 && p.runtimeFreed.CompareAndSwap(false, true) {
+		p.runtime.Close(context.Background())
+	}
+}
+
+// lineLogger turns a guest's stdout/stderr into log records, one per line, so
+// a panic's message reaches the log under the plugin's name.
+type lineLogger struct {
+	log   *slog.Logger
+	level slog.Level
+	mu    sync.Mutex
+	buf   []byte
+}
+
+func (l *lineLogger) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, b...)
+	for {
+		i := indexByte(l.buf, '\n')
+		if i < 0 {
+			break
+		}
+		l.log.Log(context.Background(), l.level, "plugin output", "line", string(l.buf[:i]))
+		l.buf = l.buf[i+1:]
+	}
+	if len(l.buf) > 4096 { // a guest that never writes a newline
+		l.log.Log(context.Background(), l.level, "plugin output", "line", string(l.buf))
+		l.buf = l.buf[:0]
+	}
+	return len(b), nil
+}
+
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}
+
+var _ io.Writer = (*lineLogger)(nil)

@@ -1,0 +1,237 @@
+// bardo-host.mjs — a small JavaScript host for Bardo ABI v1 plugins.
+//
+// It runs the same .wasm layers as the native (Go + wazero) host, for edge
+// runtimes (workerd) and for node. It has no Node dependency: WASI comes from an
+// injected factory (node: ./node-wasi.mjs; workerd: a shim), and KV, config,
+// metrics, logging and the clock are plain options.
+//
+//   const host = await PluginHost.load(wasmBytes, { wasi: nodeWasi(), config: { suffix: '!' } });
+//   const result = await host.onRequest({ meta: { tenant: 't1' }, request: { messages: [...] } });
+//
+// Call protocol (one op): bardo_buffer(len) → ptr; write the encoded input at ptr;
+// bardo_<op>(len) → BigInt ptr<<32|len of the output; output[0] === 0 is an
+// error message, else a wire message. Memory may grow during any guest call, so
+// every access takes a fresh view of memory.buffer. A guest that traps (throws
+// out of an export) is dropped; the next call gets a fresh, initialized instance.
+
+import * as wire from './wire.mjs';
+
+/** The guest returned an error (status byte 0); the instance stays usable. */
+export class PluginError extends Error {
+  constructor(message, options) { super(message, options); this.name = 'PluginError'; }
+}
+/** The guest trapped; the instance was dropped. `cause` holds the original exception. */
+export class PluginTrap extends Error {
+  constructor(message, options) { super(message, options); this.name = 'PluginTrap'; }
+}
+
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'];
+export const METRIC_KINDS = ['counter', 'gauge', 'histogram'];
+
+/**
+ * In-memory KV store with TTL expiry. A KV store is any object with synchronous
+ * get(key) → Uint8Array|undefined, put(key, value, ttlMs) (ttlMs 0 = no expiry)
+ * and delete(key): host functions cannot await.
+ */
+export class MemoryKV {
+  constructor({ now = Date.now } = {}) { this.now = now; this.map = new Map(); }
+  get(key) {
+    const e = this.map.get(key);
+    if (e && e.expires && this.now() >= e.expires) { this.map.delete(key); return undefined; }
+    return e?.value;
+  }
+  put(key, value, ttlMs) { this.map.set(key, { value: value.slice(), expires: ttlMs > 0 ? this.now() + ttlMs : 0 }); }
+  delete(key) { this.map.delete(key); }
+}
+
+const utf8 = new TextDecoder();
+const utf8Strict = new TextDecoder('utf-8', { fatal: true });
+const utf8enc = new TextEncoder();
+
+function configBytes(c) {
+  if (c == null) return new Uint8Array(0);
+  if (typeof c === 'string') return utf8enc.encode(c); // already JSON
+  if (c instanceof Uint8Array) return c;
+  return utf8enc.encode(JSON.stringify(c));
+}
+
+export class PluginHost {
+  /**
+   * Compiles `wasm` (bytes or a WebAssembly.Module) once and starts an instance.
+   * @param {object} options
+   * @param {() => {getImportObject(): object, initialize(instance): void}} options.wasi
+   *   factory of a fresh WASI preview1 provider per instance (node's WASI fits).
+   * @param {object|string} [options.config] plugin config (object → JSON, string = JSON).
+   * @param {object} [options.kv] KV store (default: MemoryKV on the host clock).
+   * @param {() => bigint} [options.clock] unix nanoseconds (default: Date.now()).
+   * @param {(m: {plugin, tenant, kind, name, value}) => void} [options.metrics] metrics sink.
+   * @param {(e: {plugin, tenant, requestID, level, message}) => void} [options.logger] (default: console).
+   * @param {string} [options.name] KV namespace / log tag (default: the descriptor's name).
+   */
+  static async load(wasm, options) {
+    const module = wasm instanceof WebAssembly.Module ? wasm : await WebAssembly.compile(wasm);
+    const host = new this(module, options); // `this`: subclasses load as themselves
+    await host.init();
+    return host;
+  }
+
+  constructor(module, { wasi, config, kv, clock, metrics, logger, name } = {}) {
+    if (typeof wasi !== 'function') throw new TypeError('PluginHost: options.wasi must be a WASI provider factory');
+    this.module = module;
+    this.wasi = wasi;
+    this.clock = clock ?? (() => BigInt(Date.now()) * 1_000_000n);
+    this.kv = kv ?? new MemoryKV({ now: () => Number(this.clock() / 1_000_000n) });
+    this.metrics = metrics ?? (() => {});
+    this.logger = logger ?? ((e) => (console[e.level] ?? console.log)(`[${e.plugin}] ${e.message}`));
+    this.name = name;
+    this.descriptor = null;
+    this.instances = 0; // instances created so far (a trap makes the next call create one)
+    this.#config = configBytes(config);
+  }
+
+  #config;
+  #exports = null; // exports of the live instance
+  #starting = null; // promise of the instance being created
+  #ctx = { tenant: '', requestID: '' }; // the call in progress (tenant namespaces KV)
+
+  /** The plugin's descriptor (cached: it cannot change between instances). */
+  async describe() { await this.init(); return this.descriptor; }
+
+  /** Ensures a live, initialized instance (bardo_init runs once per instance). */
+  init() {
+    if (this.#exports) return Promise.resolve();
+    return (this.#starting ??= this.#start().finally(() => { this.#starting = null; }));
+  }
+
+  async #start() {
+    const wasi = this.wasi();
+    const live = { ex: null }; // what this instance's host functions read and write
+    const instance = await WebAssembly.instantiate(this.module, {
+      ...wasi.getImportObject(), bardo_v1: this.#imports(live),
+    });
+    this.instances++;
+    const ex = (live.ex = instance.exports);
+    wasi.initialize(instance); // runs _initialize: the Go runtime and the plugin's init()
+    const abi = ex.bardo_abi_version();
+    if (abi !== 1) throw new PluginError(`plugin speaks ABI ${abi}, this host speaks 1`);
+    this.descriptor ??= wire.Descriptor.decode(this.#invoke(ex, 'bardo_describe', new Uint8Array(0)));
+    this.name ??= this.descriptor.name;
+    this.#invoke(ex, 'bardo_init', new Uint8Array(0));
+    this.#exports = ex;
+  }
+
+  /** Runs a layer's request phase; only the parts the layer reads are sent. */
+  async onRequest(layerRequest) {
+    const { reads, writes } = await this.describe();
+    const res = wire.LayerResult.decode(await this.call('bardo_on_request', wire.LayerRequest.encode(layerRequest, reads), layerRequest.meta));
+    if (res.patched & ~writes) throw new PluginError(`${this.name} patched parts ${res.patched} outside its writes ${writes}`);
+    return res;
+  }
+  /** Runs a layer's response phase. */
+  async onResponse(layerResponse) {
+    return wire.LayerResponseResult.decode(await this.call('bardo_on_response', wire.LayerResponse.encode(layerResponse), layerResponse.meta));
+  }
+  /** Runs a layer's stream phase on one batch of events. */
+  async onStream(layerStream) {
+    return wire.LayerStreamResult.decode(await this.call('bardo_on_stream', wire.LayerStream.encode(layerStream), layerStream.meta));
+  }
+
+  /**
+   * Low level: calls an op export with encoded input and returns the encoded
+   * output. `inputLen` (default input.length) is what the export is told; only
+   * fault-injection tests pass anything else.
+   */
+  async call(exportName, input, meta = {}, { inputLen } = {}) {
+    // Loop: a concurrent call may have trapped (and dropped the instance) while we waited.
+    while (!this.#exports) await this.init();
+    return this.#invoke(this.#exports, exportName, input, meta, inputLen);
+  }
+
+  #invoke(ex, exportName, input, meta = {}, inputLen = input.length) {
+    if (typeof ex[exportName] !== 'function') throw new PluginError(`plugin has no export ${exportName}`);
+    let out;
+    this.#ctx = { tenant: meta.tenant ?? '', requestID: meta.requestID ?? '' };
+    try {
+      const ptr = ex.bardo_buffer(input.length) >>> 0; // i32 results arrive signed
+      new Uint8Array(ex.memory.buffer, ptr, input.length).set(input);
+      const r = BigInt.asUintN(64, ex[exportName](inputLen)); // i64 too
+      out = new Uint8Array(ex.memory.buffer, Number(r >> 32n), Number(r & 0xffffffffn)).slice();
+    } catch (err) {
+      if (this.#exports === ex) this.#exports = null; // drop it: its state is unknown
+      throw new PluginTrap(`${this.name ?? 'plugin'}: ${exportName} trapped: ${err?.message ?? err}`, { cause: err });
+    } finally {
+      this.#ctx = { tenant: '', requestID: '' };
+    }
+    if (out.length === 0) throw new PluginError(`${exportName} returned no output (ABI violation)`);
+    if (out[0] === 0) throw new PluginError(utf8.decode(out.subarray(1)));
+    return out;
+  }
+
+  // ---- host functions, module "bardo_v1" ----
+
+  #log(level, message) {
+    this.logger({ plugin: this.name, tenant: this.#ctx.tenant, requestID: this.#ctx.requestID, level, message });
+  }
+
+  // The namespaced key, or null (refused) when the key is not UTF-8 or the
+  // tenant holds the separator.
+  #key(bytes) {
+    const { tenant } = this.#ctx;
+    let key;
+    try { key = utf8Strict.decode(bytes); } catch { key = null; }
+    if (key === null || tenant.includes('\0')) { this.#log('warn', 'kv: refused a key that is not UTF-8 or a tenant containing NUL'); return null; }
+    return `${this.name}\0${tenant}\0${key}`;
+  }
+
+  #imports(live) {
+    // A fresh view per access: memory.buffer changes when the guest grows memory.
+    const mem = (ptr, len) => new Uint8Array(live.ex.memory.buffer, ptr >>> 0, len >>> 0);
+    const copyOut = (bytes, ptr, cap) => {
+      mem(ptr, Math.min(bytes.length, cap >>> 0)).set(bytes.subarray(0, cap >>> 0));
+      return BigInt(bytes.length);
+    };
+    const guarded = (what, fail, f) => { // a failing store is the store's problem, not a guest trap
+      try { return f(); } catch (err) { this.#log('error', `${what}: ${err?.message ?? err}`); return fail; }
+    };
+    return {
+      log: (level, ptr, len) => this.#log(LOG_LEVELS[level >>> 0] ?? `level${level >>> 0}`, utf8.decode(mem(ptr, len))),
+      clock_now: () => BigInt(this.clock()),
+      kv_get: (kp, kl, bp, cap) => {
+        const key = this.#key(mem(kp, kl));
+        if (key === null) return -1n;
+        const v = guarded('kv_get', undefined, () => this.kv.get(key));
+        return v == null ? -1n : copyOut(v, bp, cap);
+      },
+      kv_put: (kp, kl, vp, vl, ttlMs) => {
+        const key = this.#key(mem(kp, kl));
+        if (key === null) return 1;
+        if (ttlMs < 0n) { this.#log('warn', `kv_put: negative ttl ${ttlMs}ms refused`); return 1; }
+        return guarded('kv_put', 1, () => { this.kv.put(key, mem(vp, vl).slice(), Number(ttlMs)); return 0; });
+      },
+      kv_delete: (kp, kl) => {
+        const key = this.#key(mem(kp, kl));
+        if (key === null) return 1;
+        return guarded('kv_delete', 1, () => { this.kv.delete(key); return 0; });
+      },
+      config: (bp, cap) => copyOut(this.#config, bp, cap),
+      metric: (kind, ptr, len, value) => this.metrics({
+        plugin: this.name, tenant: this.#ctx.tenant,
+        kind: METRIC_KINDS[kind >>> 0] ?? `kind${kind >>> 0}`, name: utf8.decode(mem(ptr, len)), value,
+      }),
+    };
+  }
+}
+
+/** Returns request with the parts the layer patched (within `writes`) replaced by result's. */
+export function applyPatch(request, result, writes = wire.Part.All) {
+  const p = result.patched & writes;
+  const r = result.request;
+  const out = { ...request };
+  if (p & wire.Part.Model) out.model = r.model;
+  if (p & wire.Part.System) out.system = r.system;
+  if (p & wire.Part.Messages) out.messages = r.messages;
+  if (p & wire.Part.Tools) { out.tools = r.tools; out.toolChoice = r.toolChoice; }
+  if (p & wire.Part.Params) out.params = r.params;
+  if (p & wire.Part.Extra) out.extra = r.extra;
+  return out;
+}
