@@ -27,8 +27,8 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
-	"github.com/bardoinference/bardo/host/internal/wasmbuild"
 	"github.com/bardoinference/bardo/host/sandbox"
+	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
@@ -111,7 +111,7 @@ func checkPool(t *testing.T, p *sandbox.Plugin, poolSize int) {
 	if closedIdle != 0 {
 		t.Errorf("%d closed instances wait in the pool", closedIdle)
 	}
-	if idle != slots || idle > poolSize || idle < 1 {
+	if idle != slots || idle > poolSize {
 		t.Errorf("idle=%d slots=%d poolSize=%d", idle, slots, poolSize)
 	}
 }
@@ -136,8 +136,11 @@ func isUndeclaredPatch(err error) bool {
 // trap or timeout discards exactly one instance, and the pool serves on.
 func TestFaultsUnderLoad(t *testing.T) {
 	const goroutines, perG = 8, 25
+	// The timeouts of the untrusted cases leave room for instantiation under
+	// load: a new instance's Init is charged to the call that needed it (see
+	// TestInstantiationIsNotChargedToTheCall).
 	cases := []struct {
-		name     string
+		name     string // the plugin
 		trusted  bool
 		timeout  time.Duration
 		memory   int64
@@ -147,13 +150,14 @@ func TestFaultsUnderLoad(t *testing.T) {
 		discards bool // each triggering call costs its instance
 	}{
 		{"panic", true, 5 * time.Second, 64 << 20, "panic", 5, isTrap, true},
-		{"loop", false, 200 * time.Millisecond, 64 << 20, "loop", 10, isTimeout, true},
+		{"panic", false, 5 * time.Second, 64 << 20, "panic", 5, isTrap, true},
+		{"loop", false, time.Second, 64 << 20, "loop", 20, isTimeout, true},
 		{"membomb", true, 5 * time.Second, 16 << 20, "bomb", 25, isTrap, true},
 		{"garbage", true, 5 * time.Second, 64 << 20, "garbage", 5, isUndeclaredPatch, false},
-		{"slow", false, 200 * time.Millisecond, 64 << 20, "slow 1s", 10, isTimeout, true},
+		{"slow", false, time.Second, 64 << 20, "slow 5s", 20, isTimeout, true},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
+		t.Run(c.name+map[bool]string{true: "/trusted", false: "/untrusted"}[c.trusted], func(t *testing.T) {
 			o := faultOptions(t, c.name)
 			o.Trusted, o.Timeout, o.MemoryLimit, o.PoolSize = c.trusted, c.timeout, c.memory, goroutines
 			p := loadFault(t, o)
@@ -677,9 +681,9 @@ func TestUntrustedSleepIsInterrupted(t *testing.T) {
 	o.Timeout = 100 * time.Millisecond
 	p := loadFault(t, o)
 	st := time.Now()
-	_, err := callText(context.Background(), p, "sleep 3s")
+	_, err := callText(context.Background(), p, "sleep 2s")
 	took := time.Since(st)
-	t.Logf(`untrusted "sleep 3s" with a 100ms timeout returned after %v: %v`, took.Round(time.Millisecond), err)
+	t.Logf(`untrusted "sleep 2s" with a 100ms timeout returned after %v: %v`, took.Round(time.Millisecond), err)
 	if !isTimeout(err) {
 		t.Fatalf("err = %v, want ErrTimeout", err)
 	}
@@ -768,13 +772,13 @@ func TestPanicMessageIsLogged(t *testing.T) {
 //
 // It FAILS with the current sandbox: instantiate returns Init's error without
 // closing the module or counting it. For a trusted plugin Init "finishes
-// late" whenever the call's context expires during instantiation (a caller
-// with little time left, a free pool slot), and each such instance, with its
-// linear memory, stays in the runtime until the plugin is closed. (For an
-// untrusted plugin wazero closes the module itself, so only the counters
-// drift.)
+// late" whenever the call's context has expired by the time Init returns (a
+// caller with little or no time left, a free pool slot), and each such
+// instance, with its linear memory, stays in the runtime until the plugin is
+// closed. (For an untrusted plugin wazero closes the module itself, so only
+// the counters drift.)
 func TestFailedInitDoesNotLeakInstance(t *testing.T) {
-	const tries = 10
+	const tries = 20
 	o := faultOptions(t, "slow")
 	o.Trusted, o.Timeout, o.PoolSize = true, 0, 2
 	p := loadFault(t, o)
@@ -785,15 +789,19 @@ func TestFailedInitDoesNotLeakInstance(t *testing.T) {
 		busy <- err
 	}()
 	time.Sleep(100 * time.Millisecond) // the only instance is now busy; one slot is free
-	var timeouts int
+	var timeouts, poolWaits int
 	for range tries {
-		// Long enough to get past acquire, shorter than instantiation.
-		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Microsecond)
+		// An expired context: acquire picks at random between the free slot
+		// (then Init finishes late) and the context (ErrPoolWait).
+		ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
 		_, err := callText(ctx, p, "hello")
 		cancel()
-		if isTimeout(err) {
+		switch {
+		case isTimeout(err):
 			timeouts++
-		} else if !errors.Is(err, sandbox.ErrPoolWait) {
+		case errors.Is(err, sandbox.ErrPoolWait):
+			poolWaits++
+		default:
 			t.Errorf("err = %v, want ErrTimeout or ErrPoolWait", err)
 		}
 	}
@@ -803,12 +811,73 @@ func TestFailedInitDoesNotLeakInstance(t *testing.T) {
 	after := sampleMem(true)
 	inst, disc := p.Stats()
 	idle, closedIdle, slots := p.PoolState()
-	t.Logf("%d calls timed out in Init; instantiated=%d discarded=%d; pool idle=%d closed-idle=%d slots=%d", timeouts, inst, disc, idle, closedIdle, slots)
+	t.Logf("%d calls: %d timed out in Init, %d ErrPoolWait; instantiated=%d discarded=%d; pool idle=%d closed-idle=%d slots=%d",
+		tries, timeouts, poolWaits, inst, disc, idle, closedIdle, slots)
 	t.Logf("before: %v; after (GC): %v; heap growth %.1f MiB", before, after, float64(growth(before.heap, after.heap))/(1<<20))
 	if timeouts == 0 {
-		t.Skip("no call reached Init with an expired context on this machine")
+		t.Skip("no call reached Init with an expired context")
 	}
 	if live := inst - disc; live != int64(idle) {
 		t.Errorf("instantiated - discarded = %d, but %d instance(s) in the pool: %d instance(s) whose Init failed were neither closed nor counted", live, idle, live-int64(idle))
+	}
+}
+
+// TestInstantiationIsNotChargedToTheCall: after a timeout discards the only
+// instance, the next good calls need a new one; instantiating it must not eat
+// their time budget, or a plugin whose timeout is shorter than its
+// instantiation never recovers from a single timeout.
+//
+// It FAILS with the current sandbox: _initialize runs on a context without the
+// deadline, but Init then runs on the call's context, whose deadline has by
+// then been spent on instantiation, so Init times out (untrusted: wazero
+// closes the new instance; trusted: "finished late", and the instance leaks,
+// see TestFailedInitDoesNotLeakInstance) and the good call fails with
+// ErrTimeout ("init: ... timed out"). Under CPU load the same happens with
+// ordinary timeouts whenever the pool grows or refills.
+func TestInstantiationIsNotChargedToTheCall(t *testing.T) {
+	// How long does a call take when it must create its instance?
+	o := faultOptions(t, "slow")
+	o.Timeout, o.PoolSize = 0, 1
+	p := loadFault(t, o)
+	st := time.Now()
+	mustGood(t, p, "slow", "warm")
+	warm := time.Since(st)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	_, err := callText(ctx, p, "slow 1s")
+	cancel()
+	if !isTimeout(err) {
+		t.Fatalf("err = %v", err)
+	}
+	st = time.Now()
+	mustGood(t, p, "slow", "cold")
+	cold := time.Since(st)
+	t.Logf("untrusted call on an idle instance: %v; on a new instance: %v", warm.Round(time.Microsecond), cold.Round(time.Microsecond))
+
+	const timeout = 5 * time.Millisecond
+	if cold < 2*timeout {
+		t.Skipf("instantiation (%v) is too fast here to show the problem with a %v timeout", cold, timeout)
+	}
+	o.Timeout = timeout
+	p = loadFault(t, o)
+	mustGood(t, p, "slow", "warm") // the instance from Load: well within 5ms
+	if _, err := callText(context.Background(), p, "slow 50ms"); !isTimeout(err) {
+		t.Fatalf("slow 50ms: err = %v, want ErrTimeout", err)
+	}
+	var failed int
+	var first error
+	for i := range 5 {
+		text := fmt.Sprintf("hello #%d", i)
+		res, err := callText(context.Background(), p, text)
+		if err := checkGood("slow", text, res, err); err != nil {
+			failed++
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	inst, disc := p.Stats()
+	t.Logf("after one timeout: %d of 5 good calls failed (first: %v); instantiated=%d discarded=%d", failed, first, inst, disc)
+	if failed > 0 {
+		t.Errorf("good calls fail once the pool must create an instance: %v", first)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bardoinference/bardo/host/internal/wasmbuild"
+	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
 	"github.com/bardoinference/bardo/host/kvstore"
 	"github.com/bardoinference/bardo/host/sandbox"
 	"github.com/bardoinference/bardo/sdk/plugin"

@@ -20,12 +20,13 @@ var inBuf []byte
 //go:wasmexport bardo_abi_version
 func exportABIVersion() uint32 { return ABIVersion }
 
+// bardo_buffer allocates a fresh buffer for every call: decoded strings alias
+// it (no per-field copies), so it must outlive the call for as long as a
+// plugin keeps any of them.
+//
 //go:wasmexport bardo_buffer
 func exportBuffer(size uint32) uint32 {
-	if cap(inBuf) < int(size) {
-		inBuf = make([]byte, size)
-	}
-	inBuf = inBuf[:size]
+	inBuf = make([]byte, size)
 	if size == 0 {
 		return 0
 	}

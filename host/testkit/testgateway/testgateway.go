@@ -1,0 +1,133 @@
+// Package testgateway starts a complete gateway in-process for tests and
+// benchmarks: real plugins (compiled on demand), the real pipeline, server and
+// upstream client, listening on 127.0.0.1. Only the upstream is fake.
+package testgateway
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bardoinference/bardo/host/gateway"
+	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
+	"github.com/bardoinference/bardo/host/kvstore"
+	"github.com/bardoinference/bardo/host/pipeline"
+	"github.com/bardoinference/bardo/host/server"
+	"github.com/bardoinference/bardo/host/telemetry"
+	"github.com/bardoinference/bardo/host/upstream"
+)
+
+// Plugins maps the file names pipeline configs use to plugin packages.
+var Plugins = map[string]string{
+	"sim.wasm":               "plugins/providers/sim",
+	"openai-compatible.wasm": "plugins/providers/openai-compatible",
+	"noop.wasm":              "testplugins/noop",
+	"hostcalls.wasm":         "testplugins/hostcalls",
+}
+
+// Gateway is a running gateway.
+type Gateway struct {
+	URL      string // http://127.0.0.1:port
+	Dir      string // holds pipeline.toml and plugins/
+	Manager  *pipeline.Manager
+	Metrics  *telemetry.Registry
+	Server   *server.Server
+	LogLines *syncBuffer
+
+	head string // the [server] section Start wrote
+}
+
+// Options tune Start.
+type Options struct {
+	Env     map[string]string // what credential references resolve against
+	Verbose bool              // log to stderr instead of a buffer
+}
+
+// Start writes pipelineTOML (without a [server] plugin_dir, which Start sets)
+// into a temporary directory, builds the plugins it names, and serves it.
+// Everything is stopped by tb.Cleanup.
+func Start(tb testing.TB, pipelineTOML string, opts Options) *Gateway {
+	tb.Helper()
+	dir := tb.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "plugins"), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	g := &Gateway{Dir: dir, Metrics: telemetry.New(), LogLines: &syncBuffer{}}
+	g.link(tb, pipelineTOML)
+	cfgPath := filepath.Join(dir, "pipeline.toml")
+	// The wazero compilation cache is shared by every test gateway of the
+	// run: compiling each plugin once is the slow part.
+	root, _ := wasmbuild.Root()
+	cache := filepath.Join(root, "build", "testcache")
+	g.head = "[server]\nlisten = \"127.0.0.1:0\"\nplugin_dir = \"plugins\"\ncache_dir = \"" + cache + "\"\n"
+	if err := os.WriteFile(cfgPath, []byte(g.head+pipelineTOML), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	var w io.Writer = g.LogLines
+	if opts.Verbose {
+		w = os.Stderr
+	}
+	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	getenv := func(k string) string { return opts.Env[k] }
+	cc, err := newCache(cache)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	g.Manager, err = pipeline.NewManager(context.Background(), cfgPath, pipeline.Deps{
+		Log: log, Cache: cc, KV: kvstore.NewMemory(16 << 20), Metrics: g.Metrics, Getenv: getenv,
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg := g.Manager.Peek().Config
+	gw := &gateway.Gateway{Pipelines: g.Manager, Upstream: upstream.New(30 * time.Second), Log: log, Timeout: 30 * time.Second}
+	g.Server = server.New(cfg.Server, gw, g.Metrics, log)
+	if err := g.Server.Listen("127.0.0.1:0"); err != nil {
+		tb.Fatal(err)
+	}
+	g.URL = "http://" + g.Server.Addr()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.Server.Serve()
+	}()
+	tb.Cleanup(func() {
+		g.Server.Shutdown(5 * time.Second)
+		<-done
+		g.Manager.Close()
+	})
+	return g
+}
+
+// Rewrite replaces the pipeline (same rules as Start) and reloads.
+func (g *Gateway) Rewrite(tb testing.TB, pipelineTOML string) error {
+	tb.Helper()
+	g.link(tb, pipelineTOML)
+	cfgPath := filepath.Join(g.Dir, "pipeline.toml")
+	if err := os.WriteFile(cfgPath, []byte(g.head+pipelineTOML), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return g.Manager.Reload(context.Background())
+}
+
+// link makes every plugin file the pipeline names available in plugins/.
+func (g *Gateway) link(tb testing.TB, pipelineTOML string) {
+	tb.Helper()
+	for file, pkg := range Plugins {
+		dst := filepath.Join(g.Dir, "plugins", file)
+		if !strings.Contains(pipelineTOML, `"`+file+`"`) {
+			continue
+		}
+		if _, err := os.Lstat(dst); err == nil {
+			continue
+		}
+		if err := os.Symlink(wasmbuild.MustBuild(tb, pkg), dst); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
