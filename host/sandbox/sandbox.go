@@ -333,14 +333,17 @@ func (p *Plugin) Call(ctx context.Context, op plugin.Op, in []byte, info CallInf
 	if p.closed.Load() {
 		return nil, fmt.Errorf("plugin %s: closed", p.opts.Name)
 	}
+	// Waiting for a free instance is bounded by the request's own deadline;
+	// the plugin's timeout bounds only the call itself, so a burst that
+	// queues (or a re-instantiation after a trap) is not charged to it.
+	inst, err := p.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if p.opts.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, p.opts.Timeout)
 		defer cancel()
-	}
-	inst, err := p.acquire(ctx)
-	if err != nil {
-		return nil, err
 	}
 	out, err := p.callInstance(ctx, inst, op, in, info)
 	if err != nil && !isPluginError(err) {

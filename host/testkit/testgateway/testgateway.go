@@ -28,6 +28,12 @@ var Plugins = map[string]string{
 	"openai-compatible.wasm": "plugins/providers/openai-compatible",
 	"noop.wasm":              "testplugins/noop",
 	"hostcalls.wasm":         "testplugins/hostcalls",
+	"touch.wasm":             "testplugins/touch",
+	"panic.wasm":             "testplugins/panic",
+	"loop.wasm":              "testplugins/loop",
+	"slow.wasm":              "testplugins/slow",
+	"membomb.wasm":           "testplugins/membomb",
+	"garbage.wasm":           "testplugins/garbage",
 }
 
 // Gateway is a running gateway.

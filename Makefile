@@ -1,0 +1,69 @@
+# Bardo Inference. `make run` serves the gateway, `make test` runs every test.
+# Nothing here relies on a tool installed by hand: Go modules come from the
+# module proxy (pinned in go.sum), node is the machine's own.
+
+GO          ?= go
+BUILD       := build
+PLUGIN_DIR  := $(BUILD)/plugins
+BIN         := $(BUILD)/bardo
+WASM_ENV    := GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0
+WASM_FLAGS  := -buildmode=c-shared -trimpath -ldflags=-s
+
+# Every plugin is a main package in its own folder; its .wasm takes the folder's name.
+PLUGIN_PKGS := $(wildcard plugins/layers/*/main.go plugins/providers/*/main.go testplugins/*/main.go)
+GO_SOURCES  := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null) go.mod go.sum sdk/go.mod
+
+.PHONY: all run build plugins test test-go test-node fuzz bench lint clean deps
+
+all: build plugins
+
+deps:
+	$(GO) mod download
+	cd sdk && $(GO) mod download
+
+$(BIN): $(GO_SOURCES)
+	$(GO) build -trimpath -o $@ ./cmd/bardo
+
+build: $(BIN)
+
+# go build is incremental through its cache, so rebuilding every plugin is cheap.
+plugins:
+	@mkdir -p $(PLUGIN_DIR)
+	@for m in $(PLUGIN_PKGS); do \
+		d=$$(dirname $$m); n=$$(basename $$d); \
+		$(WASM_ENV) $(GO) build $(WASM_FLAGS) -o $(PLUGIN_DIR)/$$n.wasm ./$$d || exit 1; \
+	done
+	@echo "plugins: $$(ls $(PLUGIN_DIR) | tr '\n' ' ')"
+
+run: build plugins
+	./$(BIN) serve
+
+test: lint plugins test-go test-node fuzz
+
+test-go:
+	$(GO) test -count=1 ./...
+	cd sdk && $(GO) test -count=1 ./...
+
+test-node: plugins
+	node --test --test-reporter=spec wasm/test/
+
+# A short run of every fuzz target; `make fuzz FUZZTIME=5m` for a long one.
+FUZZTIME ?= 5s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+			echo "fuzz $$pkg $$f"; \
+			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
+
+bench: plugins
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	cd sdk && $(GO) vet ./... && $(WASM_ENV) $(GO) vet ./...
+
+clean:
+	rm -rf $(BUILD)

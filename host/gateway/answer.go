@@ -1,0 +1,266 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/bardoinference/bardo/host/events"
+	"github.com/bardoinference/bardo/host/pipeline"
+	"github.com/bardoinference/bardo/host/upstream"
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// answerLocal answers with a response produced inside the gateway (a layer's
+// cache hit, a simulator): through the response phase as JSON, or replayed as
+// a stream through the stream phase.
+func (g *Gateway) answerLocal(ctx *fasthttp.RequestCtx, rctx context.Context, p *pipeline.Pipeline, x *pipeline.Exchange, resp *wire.Response) {
+	if resp.Model == "" {
+		resp.Model = x.Req.Model
+	}
+	if x.Meta.Stream {
+		evs := events.FromResponse(resp, g.ReplayChunk)
+		startStream(ctx, x)
+		ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+			enc := codecFor(x.Meta.Dialect).NewStreamEncoder(x.Req)
+			out, werr := p.StreamPhase(rctx, x, evs, true)
+			if werr != nil {
+				out = []wire.Event{{Type: wire.EventError, Error: werr}}
+			}
+			var buf []byte
+			for i := range out {
+				buf = enc.Encode(buf, &out[i])
+			}
+			w.Write(buf)
+			w.Flush()
+		})
+		return
+	}
+	if werr := p.ResponsePhase(rctx, x, resp); werr != nil {
+		g.finishError(ctx, x, werr)
+		return
+	}
+	g.writeResponse(ctx, x, resp)
+}
+
+func (g *Gateway) writeResponse(ctx *fasthttp.RequestCtx, x *pipeline.Exchange, resp *wire.Response) {
+	b, err := codecFor(x.Meta.Dialect).EncodeResponse(resp)
+	if err != nil {
+		g.Log.Error("encoding response", "request_id", x.Meta.RequestID, "err", err)
+		g.finishError(ctx, x, &wire.Error{Status: 502, Kind: wire.ErrUpstream, Message: "the upstream's answer could not be expressed in the caller's dialect"})
+		return
+	}
+	setHeaders(ctx, x)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(b)
+}
+
+// answerUpstream answers a buffered upstream response. When the upstream
+// speaks the caller's dialect and no layer reads responses, its bytes are
+// forwarded as they came.
+func (g *Gateway) answerUpstream(ctx *fasthttp.RequestCtx, rctx context.Context, p *pipeline.Pipeline, pr *pipeline.Provider, route wire.Route, x *pipeline.Exchange, call *wire.UpstreamCall, resp *upstream.Response) {
+	if call.ResponseDialect == x.Meta.Dialect && !p.HasResponseLayers() {
+		setHeaders(ctx, x)
+		ctx.SetContentType("application/json")
+		ctx.SetBody(resp.Body)
+		return
+	}
+	var canon *wire.Response
+	if call.ResponseDialect != wire.DialectNone {
+		r, err := codecFor(call.ResponseDialect).DecodeResponse(resp.Body)
+		if err != nil {
+			g.finishError(ctx, x, &wire.Error{Status: 502, Kind: wire.ErrUpstream,
+				Message: "upstream " + route.Provider + " returned a response that is not valid " + call.ResponseDialect.String() + ": " + err.Error()})
+			return
+		}
+		canon = r
+	} else {
+		r, werr := p.Decode(rctx, x, pr, route, resp.Status, resp.Headers, resp.Body)
+		if werr != nil {
+			g.finishError(ctx, x, werr)
+			return
+		}
+		canon = r
+	}
+	if werr := p.ResponsePhase(rctx, x, canon); werr != nil {
+		g.finishError(ctx, x, werr)
+		return
+	}
+	g.writeResponse(ctx, x, canon)
+}
+
+func startStream(ctx *fasthttp.RequestCtx, x *pipeline.Exchange) {
+	setHeaders(ctx, x)
+	ctx.SetContentType("text/event-stream")
+	ctx.Response.Header.Set("Cache-Control", "no-cache")
+	ctx.Response.Header.Set("X-Accel-Buffering", "no")
+}
+
+// streamer relays an upstream stream to the caller.
+type streamer struct {
+	g         *Gateway
+	p         *pipeline.Pipeline
+	pr        *pipeline.Provider
+	route     wire.Route
+	x         *pipeline.Exchange
+	resp      *upstream.Response
+	upDialect wire.Dialect
+
+	ctx     context.Context
+	cancel  context.CancelFunc
+	release func()
+	broken  bool // the stream did not finish cleanly: drop the connection
+}
+
+func (s *streamer) start(ctx *fasthttp.RequestCtx) {
+	startStream(ctx, s.x)
+	ctx.SetBodyStreamWriter(s.run)
+}
+
+func (s *streamer) close() {
+	if s.broken {
+		s.resp.Abort()
+	} else {
+		s.resp.Close()
+	}
+	s.cancel()
+	s.release()
+}
+
+// run copies events until the upstream ends, fails, or the client goes away
+// (a failed flush), in which case closing the upstream response aborts the
+// upstream call.
+func (s *streamer) run(w *bufio.Writer) {
+	defer s.close()
+	passthrough := s.upDialect == s.x.Meta.Dialect && !s.p.HasStreamLayers()
+	var (
+		dec   streamDecoder
+		enc   streamEncoder
+		state  []byte
+		buf    []byte
+		sawEnd bool // passthrough: the upstream's end marker went by
+	)
+	if !passthrough {
+		enc = codecFor(s.x.Meta.Dialect).NewStreamEncoder(s.x.Req)
+		if s.upDialect != wire.DialectNone {
+			dec = codecFor(s.upDialect).NewStreamDecoder()
+		}
+	}
+	fail := func(e *wire.Error) {
+		s.broken = true
+		s.g.Log.Warn("stream failed", "request_id", s.x.Meta.RequestID, "provider", s.route.Provider, "err", e.Message)
+		if passthrough {
+			enc = codecFor(s.x.Meta.Dialect).NewStreamEncoder(s.x.Req)
+		}
+		buf = enc.Encode(buf[:0], &wire.Event{Type: wire.EventError, Error: e})
+		w.Write(buf)
+		w.Flush()
+	}
+	for {
+		ev, err := s.resp.Next()
+		final := errors.Is(err, io.EOF)
+		if err != nil && !final {
+			fail(&wire.Error{Status: 502, Kind: wire.ErrUpstream,
+				Message: "upstream " + s.route.Provider + " stream broke off: " + err.Error()})
+			return
+		}
+		if final && !ended(passthrough, sawEnd, dec) {
+			fail(&wire.Error{Status: 502, Kind: wire.ErrUpstream,
+				Message: "upstream " + s.route.Provider + " stream broke off before its end"})
+			return
+		}
+		buf = buf[:0]
+		if passthrough {
+			if final {
+				return
+			}
+			sawEnd = sawEnd || isEndMarker(ev)
+			buf = appendSSE(buf, ev.Event, ev.Data)
+		} else {
+			var evs []wire.Event
+			var werr *wire.Error
+			switch {
+			case dec != nil && final:
+				evs = dec.Finish()
+			case dec != nil:
+				var derr error
+				evs, derr = dec.Decode(ev.Event, ev.Data)
+				if derr != nil {
+					werr = &wire.Error{Status: 502, Kind: wire.ErrUpstream,
+						Message: "upstream " + s.route.Provider + " sent a malformed stream event: " + derr.Error()}
+				}
+			default:
+				var batch []wire.SSE
+				if !final {
+					batch = []wire.SSE{ev}
+				}
+				evs, state, werr = s.p.DecodeStream(s.ctx, s.x, s.pr, s.route, batch, state, final)
+			}
+			if werr != nil {
+				fail(werr)
+				return
+			}
+			evs, werr = s.p.StreamPhase(s.ctx, s.x, evs, final)
+			if werr != nil {
+				fail(werr)
+				return
+			}
+			for i := range evs {
+				buf = enc.Encode(buf, &evs[i])
+			}
+		}
+		if len(buf) > 0 {
+			if _, err := w.Write(buf); err != nil {
+				s.broken = true
+				return
+			}
+			if err := w.Flush(); err != nil {
+				s.broken = true
+				s.g.Log.Info("client went away mid-stream; upstream call aborted", "request_id", s.x.Meta.RequestID)
+				return
+			}
+		}
+		if final {
+			return
+		}
+	}
+}
+
+// appendSSE frames one event the way it arrived.
+func appendSSE(dst []byte, event string, data []byte) []byte {
+	if event != "" {
+		dst = append(dst, "event: "...)
+		dst = append(dst, event...)
+		dst = append(dst, '\n')
+	}
+	start := 0
+	for i := 0; i <= len(data); i++ {
+		if i == len(data) || data[i] == '\n' {
+			dst = append(dst, "data: "...)
+			dst = append(dst, data[start:i]...)
+			dst = append(dst, '\n')
+			start = i + 1
+		}
+	}
+	return append(dst, '\n')
+}
+
+// ended reports whether a stream that reached EOF had finished properly. A
+// plugin-decoded stream is judged by its plugin (on the final batch).
+func ended(passthrough, sawEnd bool, dec streamDecoder) bool {
+	switch {
+	case passthrough:
+		return sawEnd
+	case dec != nil:
+		return dec.Done()
+	}
+	return true
+}
+
+// isEndMarker recognizes the last event of an OpenAI or Anthropic stream.
+func isEndMarker(ev wire.SSE) bool {
+	return ev.Event == "message_stop" || string(ev.Data) == "[DONE]"
+}

@@ -1,0 +1,508 @@
+package gateway_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bardoinference/bardo/host/fakeupstream"
+	"github.com/bardoinference/bardo/host/testkit/testgateway"
+)
+
+const simOnly = `
+[[provider]]
+name = "sim"
+plugin = "sim.wasm"
+models = ["*"]
+trusted = true
+`
+
+func upstreamPipeline(fake *fakeupstream.Server, layers string) string {
+	return layers + `
+[[provider]]
+name = "up"
+plugin = "openai-compatible.wasm"
+base_url = "` + fake.URL() + `/v1"
+credential = "env:UP_KEY"
+models = ["gpt-*"]
+trusted = true
+
+[[provider]]
+name = "sim"
+plugin = "sim.wasm"
+models = ["*"]
+trusted = true
+`
+}
+
+const upKey = "sk-test-upstream-secret-0123456789"
+
+func startWithUpstream(t *testing.T, layers string) (*testgateway.Gateway, *fakeupstream.Server) {
+	t.Helper()
+	fake := fakeupstream.New(fakeupstream.WithAPIKey(upKey))
+	t.Cleanup(fake.Close)
+	g := testgateway.Start(t, upstreamPipeline(fake, layers), testgateway.Options{Env: map[string]string{"UP_KEY": upKey}})
+	return g, fake
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func post(t *testing.T, url, path, body string, headers ...string) reply {
+	t.Helper()
+	req, err := http.NewRequest("POST", url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if path == "/v1/messages" {
+		req.Header.Set("anthropic-version", "2023-06-01")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reply{resp.StatusCode, resp.Header, b}
+}
+
+func decode(t *testing.T, b []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, b)
+	}
+	return m
+}
+
+// sseEvents splits an SSE body into (event, data) pairs.
+func sseEvents(t *testing.T, b []byte) [][2]string {
+	t.Helper()
+	var out [][2]string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var ev, data string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if data != "" || ev != "" {
+				out = append(out, [2]string{ev, data})
+			}
+			ev, data = "", ""
+		case strings.HasPrefix(line, "event: "):
+			ev = line[7:]
+		case strings.HasPrefix(line, "data: "):
+			data += line[6:]
+		}
+	}
+	return out
+}
+
+func TestSimAnswersBothDialects(t *testing.T) {
+	g := testgateway.Start(t, simOnly, testgateway.Options{})
+
+	r := post(t, g.URL, "/v1/chat/completions", `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hello \"quoted\" ünïcode"}]}`)
+	if r.status != 200 {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	for _, h := range []string{"X-Bardo-Request-Id", "X-Bardo-Provider", "X-Bardo-Model"} {
+		if r.header.Get(h) == "" {
+			t.Errorf("missing header %s", h)
+		}
+	}
+	if r.header.Get("X-Bardo-Provider") != "sim" || r.header.Get("X-Bardo-Model") != "gpt-4o-mini" {
+		t.Errorf("provider/model headers = %q/%q", r.header.Get("X-Bardo-Provider"), r.header.Get("X-Bardo-Model"))
+	}
+	m := decode(t, r.body)
+	content := m["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["content"].(string)
+	if !strings.HasPrefix(content, "[bardo sim]") || !strings.Contains(content, `hello "quoted" ünïcode`) {
+		t.Errorf("sim content does not quote the message verbatim: %q", content)
+	}
+	usage := m["usage"].(map[string]any)
+	if usage["prompt_tokens"].(float64) <= 0 || usage["completion_tokens"].(float64) <= 0 {
+		t.Errorf("usage = %v", usage)
+	}
+
+	r = post(t, g.URL, "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":"hi there"}]}`)
+	if r.status != 200 {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	m = decode(t, r.body)
+	if m["type"] != "message" || m["role"] != "assistant" || m["stop_reason"] != "end_turn" {
+		t.Errorf("anthropic message = %v", m)
+	}
+	if text := m["content"].([]any)[0].(map[string]any)["text"].(string); !strings.Contains(text, "hi there") {
+		t.Errorf("text = %q", text)
+	}
+}
+
+func TestSimStreamsBothDialects(t *testing.T) {
+	g := testgateway.Start(t, simOnly, testgateway.Options{})
+
+	r := post(t, g.URL, "/v1/chat/completions", `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"stream me a reply please"}]}`)
+	if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("status %d, type %q", r.status, r.header.Get("Content-Type"))
+	}
+	evs := sseEvents(t, r.body)
+	if len(evs) < 3 || evs[len(evs)-1][1] != "[DONE]" {
+		t.Fatalf("openai stream does not end with [DONE]: %v", evs)
+	}
+	var text strings.Builder
+	for _, ev := range evs[:len(evs)-1] {
+		m := decode(t, []byte(ev[1]))
+		ch := m["choices"].([]any)
+		if len(ch) == 0 {
+			continue
+		}
+		if c, ok := ch[0].(map[string]any)["delta"].(map[string]any)["content"].(string); ok {
+			text.WriteString(c)
+		}
+	}
+	if !strings.Contains(text.String(), "stream me a reply please") {
+		t.Errorf("accumulated text = %q", text.String())
+	}
+
+	r = post(t, g.URL, "/v1/messages", `{"model":"claude-x","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hello stream"}]}`)
+	evs = sseEvents(t, r.body)
+	var names []string
+	for _, ev := range evs {
+		names = append(names, ev[0])
+	}
+	got := strings.Join(names, ",")
+	if !strings.HasPrefix(got, "message_start,content_block_start,") || !strings.HasSuffix(got, "content_block_stop,message_delta,message_stop") {
+		t.Errorf("anthropic event order = %s", got)
+	}
+}
+
+// Same dialect, no layer: the upstream receives the caller's exact bytes, and
+// the caller the upstream's.
+func TestPassthroughKeepsBytes(t *testing.T) {
+	g, fake := startWithUpstream(t, "")
+	body := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hello"}],"user":"u-1","some_future_field":{"x":[1,2,3]}}`
+	r := post(t, g.URL, "/v1/chat/completions", body)
+	if r.status != 200 {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	if got := string(fake.Last().Body); got != body {
+		t.Fatalf("upstream received\n%s\nwant the caller's bytes\n%s", got, body)
+	}
+	if auth := fake.Last().Header.Get("Authorization"); auth != "Bearer "+upKey {
+		t.Fatalf("upstream auth header = %q", auth)
+	}
+	if r.header.Get("X-Bardo-Provider") != "up" {
+		t.Fatalf("provider = %q", r.header.Get("X-Bardo-Provider"))
+	}
+	if !strings.Contains(string(r.body), "echo: hello") {
+		t.Fatalf("body = %s", r.body)
+	}
+}
+
+// An Anthropic caller served by an OpenAI upstream: translated both ways.
+func TestCrossDialect(t *testing.T) {
+	g, fake := startWithUpstream(t, "")
+	r := post(t, g.URL, "/v1/messages", `{"model":"gpt-4o","max_tokens":50,"system":"Be brief.","messages":[{"role":"user","content":"translate me"}]}`)
+	if r.status != 200 {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	up := decode(t, fake.Last().Body)
+	msgs := up["messages"].([]any)
+	if len(msgs) != 2 || msgs[0].(map[string]any)["role"] != "system" {
+		t.Fatalf("upstream messages = %v", msgs)
+	}
+	m := decode(t, r.body)
+	if m["type"] != "message" {
+		t.Fatalf("caller got %v", m)
+	}
+	if text := m["content"].([]any)[0].(map[string]any)["text"].(string); text != "echo: translate me" {
+		t.Fatalf("text = %q", text)
+	}
+}
+
+func TestUpstreamStreamTranslated(t *testing.T) {
+	g, _ := startWithUpstream(t, "")
+	// OpenAI caller, OpenAI upstream, no layers: passthrough.
+	r := post(t, g.URL, "/v1/chat/completions", `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"one two three four five six"}]}`)
+	evs := sseEvents(t, r.body)
+	if len(evs) < 3 || evs[len(evs)-1][1] != "[DONE]" {
+		t.Fatalf("passthrough stream = %v", evs)
+	}
+	// Anthropic caller, OpenAI upstream: translated stream.
+	r = post(t, g.URL, "/v1/messages", `{"model":"gpt-4o","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"one two three four five six"}]}`)
+	evs = sseEvents(t, r.body)
+	var text strings.Builder
+	for _, ev := range evs {
+		if ev[0] == "content_block_delta" {
+			d := decode(t, []byte(ev[1]))["delta"].(map[string]any)
+			text.WriteString(d["text"].(string))
+		}
+	}
+	if text.String() != "echo: one two three four five six" || evs[len(evs)-1][0] != "message_stop" {
+		t.Fatalf("translated stream text %q, events %v", text.String(), evs)
+	}
+}
+
+func TestStreamCutEndsWithErrorEvent(t *testing.T) {
+	g, fake := startWithUpstream(t, "")
+	for _, tc := range []struct{ path, body string }{
+		{"/v1/chat/completions", `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"a b c d e f g h i j"}]}`},
+		{"/v1/messages", `{"model":"gpt-4o","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"a b c d e f g h i j"}]}`},
+	} {
+		fake.Script(fakeupstream.CutAfter(2))
+		r := post(t, g.URL, tc.path, tc.body)
+		evs := sseEvents(t, r.body)
+		if len(evs) == 0 {
+			t.Fatalf("%s: empty stream", tc.path)
+		}
+		last := evs[len(evs)-1]
+		if !strings.Contains(last[1], `"error"`) || !strings.Contains(last[1], "broke off") {
+			t.Fatalf("%s: a cut stream must end with an error event, got %v", tc.path, last)
+		}
+	}
+}
+
+func TestUpstreamErrorsInCallerDialect(t *testing.T) {
+	g, fake := startWithUpstream(t, "")
+	fake.Script(fakeupstream.RateLimited(7))
+	r := post(t, g.URL, "/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"x"}]}`)
+	if r.status != 429 || r.header.Get("Retry-After") != "7" {
+		t.Fatalf("status %d retry-after %q: %s", r.status, r.header.Get("Retry-After"), r.body)
+	}
+	if e := decode(t, r.body)["error"].(map[string]any); e["type"] != "rate_limit_error" && e["code"] != "rate_limit_exceeded" {
+		t.Fatalf("openai error = %v", e)
+	}
+
+	fake.Script(fakeupstream.Fail(500))
+	r = post(t, g.URL, "/v1/messages", `{"model":"gpt-4o","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`)
+	if r.status != 502 {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	m := decode(t, r.body)
+	if m["type"] != "error" || m["error"].(map[string]any)["type"] == "" {
+		t.Fatalf("anthropic error = %v", m)
+	}
+	if strings.Contains(string(r.body), upKey) {
+		t.Fatal("the upstream key leaked into an error")
+	}
+}
+
+func TestBadInputGetsDialectErrors(t *testing.T) {
+	g := testgateway.Start(t, simOnly, testgateway.Options{})
+	cases := []struct {
+		name, path, body string
+		status           int
+		anthropic        bool
+	}{
+		{"openai invalid json", "/v1/chat/completions", `{"model":`, 400, false},
+		{"openai no messages", "/v1/chat/completions", `{"model":"gpt-4o"}`, 400, false},
+		{"anthropic invalid json", "/v1/messages", `not json`, 400, true},
+		{"anthropic no max_tokens", "/v1/messages", `{"model":"c","messages":[{"role":"user","content":"x"}]}`, 400, true},
+		{"unknown path", "/v1/nope", `{}`, 404, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := post(t, g.URL, tc.path, tc.body)
+			if r.status != tc.status {
+				t.Fatalf("status %d, want %d: %s", r.status, tc.status, r.body)
+			}
+			m := decode(t, r.body)
+			if tc.anthropic {
+				if m["type"] != "error" || m["error"].(map[string]any)["message"] == "" {
+					t.Fatalf("not an Anthropic error: %s", r.body)
+				}
+			} else if m["error"].(map[string]any)["message"] == "" {
+				t.Fatalf("not an OpenAI error: %s", r.body)
+			}
+		})
+	}
+	// Wrong method.
+	resp, err := http.Get(g.URL + "/v1/chat/completions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 405 {
+		t.Fatalf("GET chat/completions: %d", resp.StatusCode)
+	}
+	// Body over the limit (10 MiB default): the gateway answers from the
+	// headers, before reading the body (a raw connection, so the client does
+	// not race the server's close while still sending).
+	conn, err := net.Dial("tcp", strings.TrimPrefix(g.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", 11<<20)
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err = http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 413 || !strings.Contains(string(b), "exceeds") || decode(t, b)["error"] == nil {
+		t.Fatalf("oversized body: %d %s", resp.StatusCode, b)
+	}
+}
+
+// A layer's patch reaches the upstream; its header reaches the caller.
+func TestLayerPatchReachesUpstream(t *testing.T) {
+	g, fake := startWithUpstream(t, `
+[[layer]]
+name = "hc"
+plugin = "hostcalls.wasm"
+on_error = "fail-closed"
+trusted = true
+[layer.config]
+suffix = " [seen-by-layer]"
+`)
+	body := `{"model":"gpt-4o","messages":[{"role":"user","content":"hello"}],"unknown_field":1}`
+	r := post(t, g.URL, "/v1/chat/completions", body)
+	if r.status != 200 {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	up := string(fake.Last().Body)
+	if !strings.Contains(up, "hello [seen-by-layer] #1") {
+		t.Fatalf("upstream did not get the patched text: %s", up)
+	}
+	if !strings.Contains(up, `"unknown_field":1`) {
+		t.Fatalf("re-encoding dropped an unknown field: %s", up)
+	}
+	if r.header.Get("X-Bardo-Hostcalls") != "1" {
+		t.Fatalf("layer header = %q", r.header.Get("X-Bardo-Hostcalls"))
+	}
+}
+
+func TestModelsEndpoint(t *testing.T) {
+	g, _ := startWithUpstream(t, "")
+	resp, err := http.Get(g.URL + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := decode(t, b)
+	if m["object"] != "list" {
+		t.Fatalf("models = %s", b)
+	}
+}
+
+// Reload swaps the pipeline; a broken file keeps the old one serving; a
+// request in flight during the swap finishes.
+func TestReload(t *testing.T) {
+	g, fake := startWithUpstream(t, "")
+	ask := func() reply {
+		return post(t, g.URL, "/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`)
+	}
+	if r := ask(); r.header.Get("X-Bardo-Hostcalls") != "" {
+		t.Fatal("layer active before reload")
+	}
+
+	// A slow request in flight across the reload.
+	fake.Script(fakeupstream.Latency(400 * time.Millisecond))
+	var wg sync.WaitGroup
+	var slow reply
+	wg.Add(1)
+	go func() { defer wg.Done(); slow = ask() }()
+	time.Sleep(100 * time.Millisecond)
+
+	withLayer := upstreamPipeline(fake, `
+[[layer]]
+name = "hc"
+plugin = "hostcalls.wasm"
+trusted = true
+`)
+	if err := g.Rewrite(t, withLayer); err != nil {
+		t.Fatalf("reload: %v", err)
+	}
+	if r := ask(); r.header.Get("X-Bardo-Hostcalls") != "1" {
+		t.Fatalf("layer not active after reload: %v", r.header)
+	}
+	wg.Wait()
+	if slow.status != 200 {
+		t.Fatalf("in-flight request failed across reload: %d %s", slow.status, slow.body)
+	}
+
+	// A broken file: reload fails with file:line, the old pipeline serves.
+	if err := g.Rewrite(t, withLayer+"\n[[layer]]\nname = \"bad\"\nplugin = \"nope.wasm\"\non_error = \"sometimes\"\n"); err == nil {
+		t.Fatal("broken config reloaded without error")
+	} else if !strings.Contains(err.Error(), "pipeline.toml:") {
+		t.Fatalf("error does not name the file and line: %v", err)
+	}
+	if r := ask(); r.status != 200 || r.header.Get("X-Bardo-Hostcalls") == "" {
+		t.Fatalf("old pipeline not serving after a failed reload: %d %v", r.status, r.header)
+	}
+}
+
+// A panicking layer costs only the requests that trigger it; fail-open skips
+// it visibly, fail-closed fails in the caller's dialect; concurrent good
+// requests all succeed.
+func TestFaultyLayerIsolation(t *testing.T) {
+	for _, policy := range []string{"fail-open", "fail-closed"} {
+		t.Run(policy, func(t *testing.T) {
+			g := testgateway.Start(t, `
+[[layer]]
+name = "panicky"
+plugin = "panic.wasm"
+on_error = "`+policy+`"
+pool = 2
+trusted = true
+`+simOnly, testgateway.Options{})
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			bad := map[int]reply{}
+			good := map[int]reply{}
+			for i := range 24 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					text := "fine request"
+					if i%4 == 0 {
+						text = "please panic now"
+					}
+					r := post(t, g.URL, "/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"`+text+`"}]}`)
+					mu.Lock()
+					defer mu.Unlock()
+					if i%4 == 0 {
+						bad[i] = r
+					} else {
+						good[i] = r
+					}
+				}()
+			}
+			wg.Wait()
+			for i, r := range good {
+				if r.status != 200 || r.header.Get("X-Bardo-Degraded") != "" {
+					t.Errorf("good request %d: %d %q %s", i, r.status, r.header.Get("X-Bardo-Degraded"), r.body)
+				}
+			}
+			for i, r := range bad {
+				if policy == "fail-open" {
+					if r.status != 200 || !strings.Contains(r.header.Get("X-Bardo-Degraded"), "layer-skipped:panicky") {
+						t.Errorf("fail-open request %d: %d %q", i, r.status, r.header.Get("X-Bardo-Degraded"))
+					}
+				} else if r.status != 503 || decode(t, r.body)["error"] == nil {
+					t.Errorf("fail-closed request %d: %d %s", i, r.status, r.body)
+				}
+			}
+		})
+	}
+}
+

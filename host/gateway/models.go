@@ -1,0 +1,81 @@
+package gateway
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// models answers GET /v1/models with the models the enabled providers declare
+// by exact id (globs are routing rules, not models), in the caller's dialect:
+// Anthropic's list format when the request carries anthropic-version,
+// OpenAI's otherwise.
+func (g *Gateway) models(ctx *fasthttp.RequestCtx) {
+	d := wire.DialectOpenAI
+	if len(ctx.Request.Header.Peek("anthropic-version")) > 0 {
+		d = wire.DialectAnthropic
+	}
+	if !ctx.IsGet() {
+		ctx.Response.Header.Set("Allow", "GET")
+		WriteError(ctx, d, &wire.Error{Status: 405, Kind: wire.ErrInvalidRequest, Message: "use GET on /v1/models"})
+		return
+	}
+	p := g.Pipelines.Peek()
+	type entry struct{ id, owner string }
+	var list []entry
+	seen := map[string]bool{}
+	for _, pr := range p.Providers {
+		if !pr.Enabled {
+			continue
+		}
+		for _, m := range pr.Spec.Models {
+			if strings.ContainsAny(m, "*?[") || seen[m] {
+				continue
+			}
+			seen[m] = true
+			list = append(list, entry{m, pr.Spec.Name})
+		}
+	}
+	var body []byte
+	if d == wire.DialectAnthropic {
+		type model struct {
+			Type        string `json:"type"`
+			ID          string `json:"id"`
+			DisplayName string `json:"display_name"`
+			CreatedAt   string `json:"created_at"`
+		}
+		out := struct {
+			Data    []model `json:"data"`
+			HasMore bool    `json:"has_more"`
+			FirstID *string `json:"first_id"`
+			LastID  *string `json:"last_id"`
+		}{Data: []model{}}
+		for _, e := range list {
+			out.Data = append(out.Data, model{Type: "model", ID: e.id, DisplayName: e.id, CreatedAt: "1970-01-01T00:00:00Z"})
+		}
+		if n := len(out.Data); n > 0 {
+			out.FirstID, out.LastID = &out.Data[0].ID, &out.Data[n-1].ID
+		}
+		body, _ = json.Marshal(out)
+	} else {
+		type model struct {
+			ID      string `json:"id"`
+			Object  string `json:"object"`
+			Created int64  `json:"created"`
+			OwnedBy string `json:"owned_by"`
+		}
+		out := struct {
+			Object string  `json:"object"`
+			Data   []model `json:"data"`
+		}{Object: "list", Data: []model{}}
+		for _, e := range list {
+			out.Data = append(out.Data, model{ID: e.id, Object: "model", OwnedBy: e.owner})
+		}
+		body, _ = json.Marshal(out)
+	}
+	ctx.SetContentType("application/json")
+	ctx.SetBody(body)
+}

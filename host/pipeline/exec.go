@@ -1,0 +1,213 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/bardoinference/bardo/host/config"
+	"github.com/bardoinference/bardo/host/sandbox"
+	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// Exchange is one request's state as it passes through the pipeline.
+type Exchange struct {
+	Meta     wire.Meta
+	Req      *wire.Request
+	Pristine bool      // no layer changed the request: the caller's bytes may be forwarded
+	Original []byte    // the caller's body (valid for the request's lifetime)
+	Headers  []wire.KV // X-Bardo-* headers collected from layers
+	Degraded []string  // what was skipped or approximated (X-Bardo-Degraded)
+
+	streamState [][]byte // per stream-phase layer, its opaque state
+}
+
+var encoders = sync.Pool{New: func() any { return new(wire.Encoder) }}
+
+func (x *Exchange) info() sandbox.CallInfo {
+	return sandbox.CallInfo{RequestID: x.Meta.RequestID, Tenant: x.Meta.Tenant}
+}
+
+// layerFailed applies the layer's on_error policy: fail-open records the skip
+// and returns nil; fail-closed returns the error the caller will see.
+func (p *Pipeline) layerFailed(x *Exchange, l *Layer, phase string, err error) *wire.Error {
+	p.log.Warn("layer failed", "layer", l.Spec.Name, "phase", phase, "request_id", x.Meta.RequestID,
+		"on_error", l.Spec.OnError.String(), "err", err)
+	if l.Spec.OnError == config.FailOpen {
+		x.Degraded = append(x.Degraded, "layer-skipped:"+l.Spec.Name)
+		return nil
+	}
+	kind, status := wire.ErrInternal, int64(503)
+	if errors.Is(err, sandbox.ErrTimeout) || errors.Is(err, sandbox.ErrPoolWait) {
+		kind = wire.ErrTimeout
+	}
+	return &wire.Error{Status: status, Kind: kind,
+		Message: fmt.Sprintf("pipeline layer %q failed (%s phase) and is configured fail-closed; the request was not sent upstream", l.Spec.Name, phase)}
+}
+
+// RequestPhase runs the request through the layers in order. It returns an
+// answer when a layer answered (a cache hit), or an error when a layer
+// rejected the request or failed closed.
+func (p *Pipeline) RequestPhase(ctx context.Context, x *Exchange) (*wire.Response, *wire.Error) {
+	if len(p.request) == 0 {
+		return nil, nil
+	}
+	enc := encoders.Get().(*wire.Encoder)
+	defer encoders.Put(enc)
+	for _, l := range p.request {
+		wire.EncodeLayerRequest(enc, &x.Meta, x.Req, l.Desc.Reads)
+		out, err := l.Plugin.Call(ctx, plugin.OpOnRequest, enc.Bytes(), x.info())
+		if err != nil {
+			if e := p.layerFailed(x, l, "request", err); e != nil {
+				return nil, e
+			}
+			continue
+		}
+		var res wire.LayerResult
+		if err := res.Decode(out); err != nil {
+			if e := p.layerFailed(x, l, "request", fmt.Errorf("undecodable result: %w", err)); e != nil {
+				return nil, e
+			}
+			continue
+		}
+		if bad := res.Patched &^ l.Desc.Writes; bad != 0 {
+			if e := p.layerFailed(x, l, "request", fmt.Errorf("patched undeclared parts %b", bad)); e != nil {
+				return nil, e
+			}
+			continue
+		}
+		x.addHeaders(res.Headers)
+		x.Meta.Annotations = append(x.Meta.Annotations, res.Annotations...)
+		switch res.Action {
+		case wire.ActionAnswer:
+			if res.Answer == nil {
+				if e := p.layerFailed(x, l, "request", errors.New("answer action without an answer")); e != nil {
+					return nil, e
+				}
+				continue
+			}
+			return res.Answer, nil
+		case wire.ActionReject:
+			e := res.Error
+			if e == nil {
+				e = &wire.Error{Message: "rejected by layer " + l.Spec.Name}
+			}
+			if e.Status < 400 || e.Status > 599 {
+				e.Status = 400
+			}
+			if e.Kind == "" {
+				e.Kind = wire.ErrInvalidRequest
+			}
+			return nil, e
+		}
+		if res.Patched != 0 {
+			applyPatch(x.Req, &res.Request, res.Patched)
+			x.Pristine = false
+		}
+	}
+	return nil, nil
+}
+
+func applyPatch(dst, src *wire.Request, parts wire.Part) {
+	if parts&wire.PartModel != 0 {
+		dst.Model = src.Model
+	}
+	if parts&wire.PartSystem != 0 {
+		dst.System = src.System
+	}
+	if parts&wire.PartMessages != 0 {
+		dst.Messages = src.Messages
+	}
+	if parts&wire.PartTools != 0 {
+		dst.Tools, dst.ToolChoice = src.Tools, src.ToolChoice
+	}
+	if parts&wire.PartParams != 0 {
+		dst.Params = src.Params
+	}
+	if parts&wire.PartExtra != 0 {
+		dst.Extra = src.Extra
+	}
+}
+
+// addHeaders keeps only X-Bardo-* headers with printable values: a plugin
+// cannot set arbitrary response headers or split them.
+func (x *Exchange) addHeaders(hs []wire.KV) {
+	for _, h := range hs {
+		if len(h.Key) <= len("X-Bardo-") || !strings.EqualFold(h.Key[:8], "X-Bardo-") {
+			continue
+		}
+		if strings.ContainsAny(h.Key, " :\r\n") || strings.ContainsAny(h.Value, "\r\n") {
+			continue
+		}
+		x.Headers = append(x.Headers, h)
+	}
+}
+
+// ResponsePhase runs a complete response through the layers in reverse order.
+func (p *Pipeline) ResponsePhase(ctx context.Context, x *Exchange, resp *wire.Response) *wire.Error {
+	if len(p.response) == 0 {
+		return nil
+	}
+	enc := encoders.Get().(*wire.Encoder)
+	defer encoders.Put(enc)
+	for _, l := range p.response {
+		in := wire.LayerResponse{Meta: x.Meta, Response: *resp}
+		in.Encode(enc)
+		out, err := l.Plugin.Call(ctx, plugin.OpOnResponse, enc.Bytes(), x.info())
+		var res wire.LayerResponseResult
+		if err == nil {
+			err = res.Decode(out)
+		}
+		if err != nil {
+			if e := p.layerFailed(x, l, "response", err); e != nil {
+				return e
+			}
+			continue
+		}
+		x.addHeaders(res.Headers)
+		if res.Replaced {
+			*resp = res.Response
+		}
+	}
+	return nil
+}
+
+// HasStreamLayers reports whether stream events pass through any layer.
+func (p *Pipeline) HasStreamLayers() bool { return len(p.stream) > 0 }
+
+// HasResponseLayers reports whether complete responses pass through any layer.
+func (p *Pipeline) HasResponseLayers() bool { return len(p.response) > 0 }
+
+// StreamPhase runs one batch of stream events through the layers in reverse
+// order; final marks the stream's last batch. A fail-closed failure returns
+// an error, which the caller turns into an error event.
+func (p *Pipeline) StreamPhase(ctx context.Context, x *Exchange, events []wire.Event, final bool) ([]wire.Event, *wire.Error) {
+	if len(p.stream) == 0 {
+		return events, nil
+	}
+	if x.streamState == nil {
+		x.streamState = make([][]byte, len(p.stream))
+	}
+	enc := encoders.Get().(*wire.Encoder)
+	defer encoders.Put(enc)
+	for i, l := range p.stream {
+		in := wire.LayerStream{Meta: x.Meta, Events: events, State: x.streamState[i], Final: final}
+		in.Encode(enc)
+		out, err := l.Plugin.Call(ctx, plugin.OpOnStream, enc.Bytes(), x.info())
+		var res wire.LayerStreamResult
+		if err == nil {
+			err = res.Decode(out)
+		}
+		if err != nil {
+			if e := p.layerFailed(x, l, "stream", err); e != nil {
+				return nil, e
+			}
+			continue
+		}
+		events, x.streamState[i] = res.Events, res.State
+	}
+	return events, nil
+}

@@ -1,0 +1,242 @@
+// Package pipeline turns a validated pipeline.toml into running plugins and
+// runs a request's phases through them: the request phase through the layers
+// in file order, the choice of provider, the provider's encode/decode, and the
+// response or stream phase through the layers in reverse order.
+//
+// A Pipeline is immutable once built. Reloading builds a new one and the
+// Manager swaps it in atomically; requests in flight finish on the pipeline
+// they started on, which is closed when its last request releases it.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero"
+
+	"github.com/bardoinference/bardo/host/config"
+	"github.com/bardoinference/bardo/host/sandbox"
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// Deps are the host services plugins reach through host functions.
+type Deps struct {
+	Log     *slog.Logger
+	Cache   wazero.CompilationCache
+	KV      sandbox.KV
+	Metrics sandbox.Metrics
+	Getenv  func(string) string // credential lookup; nil means os.Getenv
+}
+
+// Layer is a loaded [[layer]].
+type Layer struct {
+	Spec   config.Layer
+	Plugin *sandbox.Plugin
+	Desc   wire.Descriptor
+	Phases wire.Phase // the phases both pipeline.toml and the plugin agree on
+}
+
+// Provider is a loaded [[provider]].
+type Provider struct {
+	Spec    config.Provider
+	Plugin  *sandbox.Plugin
+	Enabled bool   // false when its credential could not be resolved
+	Why     string // why it is disabled
+	secret  string
+}
+
+// Pipeline is one generation of loaded plugins.
+type Pipeline struct {
+	Config    *config.Config
+	Layers    []*Layer
+	Providers []*Provider
+
+	request  []*Layer // layers in the request phase, in order
+	response []*Layer // layers in the response phase, in reverse order
+	stream   []*Layer // layers in the stream phase, in reverse order
+
+	log     *slog.Logger
+	active  atomic.Int64
+	retired atomic.Bool
+	done    chan struct{}
+	once    sync.Once
+}
+
+// Build loads every enabled plugin of cfg. Plugins compile in parallel (one per
+// CPU); any failure closes what was loaded and names the entry's line.
+func Build(ctx context.Context, cfg *config.Config, deps Deps) (*Pipeline, error) {
+	if deps.Log == nil {
+		deps.Log = slog.Default()
+	}
+	getenv := deps.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	p := &Pipeline{Config: cfg, log: deps.Log, done: make(chan struct{})}
+
+	type job struct {
+		spec *config.PluginSpec
+		out  **sandbox.Plugin
+	}
+	var jobs []job
+	for i := range cfg.Layers {
+		if !cfg.Layers[i].Enabled {
+			continue
+		}
+		l := &Layer{Spec: cfg.Layers[i]}
+		p.Layers = append(p.Layers, l)
+		jobs = append(jobs, job{&l.Spec.PluginSpec, &l.Plugin})
+	}
+	for i := range cfg.Providers {
+		if !cfg.Providers[i].Enabled {
+			continue
+		}
+		pr := &Provider{Spec: cfg.Providers[i], Enabled: true}
+		if ref := pr.Spec.Credential; ref != "" {
+			secret, ok, err := config.ResolveCredential(ref, getenv)
+			switch {
+			case err != nil:
+				return nil, fmt.Errorf("%s:%d: provider %s: credential: %w", cfg.Path, pr.Spec.Line, pr.Spec.Name, err)
+			case !ok:
+				pr.Enabled, pr.Why = false, "credential "+ref+" is not set"
+			default:
+				pr.secret = secret
+			}
+		}
+		p.Providers = append(p.Providers, pr)
+		if pr.Enabled {
+			jobs = append(jobs, job{&pr.Spec.PluginSpec, &pr.Plugin})
+		}
+	}
+
+	sem := make(chan struct{}, max(runtime.NumCPU(), 1))
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			pl, err := sandbox.Load(ctx, sandbox.Options{
+				Name:        j.spec.Name,
+				Path:        j.spec.Plugin,
+				Trusted:     j.spec.Trusted,
+				MemoryLimit: j.spec.Memory,
+				PoolSize:    j.spec.Pool,
+				Timeout:     j.spec.Timeout,
+				Config:      j.spec.Config,
+				Cache:       deps.Cache,
+				Log:         deps.Log,
+				KV:          deps.KV,
+				Metrics:     deps.Metrics,
+			})
+			if err != nil {
+				errs[i] = fmt.Errorf("%s:%d: %w", cfg.Path, j.spec.Line, err)
+				return
+			}
+			*j.out = pl
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		p.closePlugins()
+		return nil, err
+	}
+	if err := p.link(); err != nil {
+		p.closePlugins()
+		return nil, err
+	}
+	return p, nil
+}
+
+// link checks each plugin's descriptor against its entry and precomputes the
+// per-phase layer lists.
+func (p *Pipeline) link() error {
+	var errs []error
+	for _, l := range p.Layers {
+		l.Desc = l.Plugin.Descriptor()
+		if l.Desc.Kind != "layer" {
+			errs = append(errs, fmt.Errorf("%s:%d: layer %s: %s is a %s plugin", p.Config.Path, l.Spec.Line, l.Spec.Name, l.Spec.Plugin, l.Desc.Kind))
+			continue
+		}
+		l.Phases = wire.Phase(l.Spec.Phases) & l.Desc.Phases
+		if missing := wire.Phase(l.Spec.Phases) &^ l.Desc.Phases; missing != 0 {
+			p.log.Warn("layer asked for phases its plugin does not implement; skipping them",
+				"layer", l.Spec.Name, "phases", config.Phase(missing).String())
+		}
+		if l.Phases&wire.PhaseRequest != 0 {
+			p.request = append(p.request, l)
+		}
+	}
+	for i := len(p.Layers) - 1; i >= 0; i-- {
+		l := p.Layers[i]
+		if l.Phases&wire.PhaseResponse != 0 {
+			p.response = append(p.response, l)
+		}
+		if l.Phases&wire.PhaseStream != 0 {
+			p.stream = append(p.stream, l)
+		}
+	}
+	for _, pr := range p.Providers {
+		if pr.Plugin == nil {
+			continue
+		}
+		if d := pr.Plugin.Descriptor(); d.Kind != "provider" {
+			errs = append(errs, fmt.Errorf("%s:%d: provider %s: %s is a %s plugin", p.Config.Path, pr.Spec.Line, pr.Spec.Name, pr.Spec.Plugin, d.Kind))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Acquire marks a request as running on p. It returns false when p was retired
+// in the meantime; the caller then takes the Manager's current pipeline.
+func (p *Pipeline) acquire() bool {
+	p.active.Add(1)
+	if p.retired.Load() {
+		p.release()
+		return false
+	}
+	return true
+}
+
+func (p *Pipeline) release() {
+	if p.active.Add(-1) == 0 && p.retired.Load() {
+		p.once.Do(func() { close(p.done) })
+	}
+}
+
+// retire stops new requests from starting on p and closes its plugins once the
+// requests in flight have finished.
+func (p *Pipeline) retire() {
+	p.retired.Store(true)
+	if p.active.Load() == 0 {
+		p.once.Do(func() { close(p.done) })
+	}
+	go func() {
+		<-p.done
+		p.closePlugins()
+	}()
+}
+
+func (p *Pipeline) closePlugins() {
+	for _, l := range p.Layers {
+		if l.Plugin != nil {
+			l.Plugin.Close()
+		}
+	}
+	for _, pr := range p.Providers {
+		if pr.Plugin != nil {
+			pr.Plugin.Close()
+		}
+	}
+}
+
+// Close closes every plugin now (for shutdown and tests).
+func (p *Pipeline) Close() { p.closePlugins() }

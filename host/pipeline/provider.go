@@ -1,0 +1,140 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// Route picks the provider for the request: the first enabled provider, in
+// pipeline.toml order, that serves the requested model. (Intent resolution
+// replaces this first-match rule in a later step; the order stays the
+// operator's statement of preference.)
+func (p *Pipeline) Route(x *Exchange) (*Provider, wire.Route, *wire.Error) {
+	model := x.Req.Model
+	var disabled []string
+	for _, pr := range p.Providers {
+		if !pr.Spec.Serves(model) {
+			continue
+		}
+		if !pr.Enabled {
+			disabled = append(disabled, pr.Spec.Name)
+			continue
+		}
+		return pr, wire.Route{Provider: pr.Spec.Name, Model: model, BaseURL: pr.Spec.BaseURL}, nil
+	}
+	msg := fmt.Sprintf("no configured provider serves model %q", model)
+	if len(disabled) > 0 {
+		msg += fmt.Sprintf(" (providers %s would, but have no credentials configured)", strings.Join(disabled, ", "))
+	}
+	return nil, wire.Route{}, &wire.Error{Status: 404, Kind: wire.ErrNotFound, Message: msg}
+}
+
+// EnabledProviders names the providers that can serve requests, so the
+// operator can be told when only the local simulator is active.
+func (p *Pipeline) EnabledProviders() []string {
+	var names []string
+	for _, pr := range p.Providers {
+		if pr.Enabled {
+			names = append(names, pr.Spec.Name)
+		}
+	}
+	return names
+}
+
+// ExpandCredential replaces the ${credential} placeholder in upstream header
+// values with the provider's secret. The secret never enters plugin memory.
+func (pr *Provider) ExpandCredential(headers []wire.KV) {
+	for i := range headers {
+		if strings.Contains(headers[i].Value, "${credential}") {
+			headers[i].Value = strings.ReplaceAll(headers[i].Value, "${credential}", pr.secret)
+		}
+	}
+}
+
+// HasSecret reports whether the provider has a credential, without revealing it.
+func (pr *Provider) HasSecret() bool { return pr.secret != "" }
+
+// Redact removes the provider's secret from text that may reach a caller or a
+// log (an upstream echoing a key back in an error, say).
+func (pr *Provider) Redact(s string) string {
+	if pr.secret == "" || len(pr.secret) < 4 {
+		return s
+	}
+	return strings.ReplaceAll(s, pr.secret, "[redacted]")
+}
+
+func (p *Pipeline) providerError(pr *Provider, op string, err error) *wire.Error {
+	p.log.Warn("provider plugin failed", "provider", pr.Spec.Name, "op", op, "err", err)
+	return &wire.Error{Status: 502, Kind: wire.ErrUpstream,
+		Message: fmt.Sprintf("provider adapter %q failed in %s", pr.Spec.Name, op)}
+}
+
+// Encode asks the provider plugin how to call its upstream.
+func (p *Pipeline) Encode(ctx context.Context, x *Exchange, pr *Provider, route wire.Route) (*wire.EncodeResult, *wire.Error) {
+	enc := encoders.Get().(*wire.Encoder)
+	defer encoders.Put(enc)
+	in := wire.EncodeInput{Meta: x.Meta, Route: route, Request: *x.Req, Pristine: x.Pristine}
+	in.Encode(enc)
+	out, err := pr.Plugin.Call(ctx, plugin.OpEncode, enc.Bytes(), x.info())
+	if err != nil {
+		return nil, p.providerError(pr, "encode", err)
+	}
+	var res wire.EncodeResult
+	if err := res.Decode(out); err != nil {
+		return nil, p.providerError(pr, "encode", err)
+	}
+	if res.Error != nil {
+		return nil, res.Error
+	}
+	if res.Call == nil && res.Local == nil {
+		return nil, p.providerError(pr, "encode", fmt.Errorf("neither a call nor a local answer"))
+	}
+	return &res, nil
+}
+
+// Decode asks the provider plugin to turn an upstream response into a
+// canonical response or error.
+func (p *Pipeline) Decode(ctx context.Context, x *Exchange, pr *Provider, route wire.Route, status int, headers []wire.KV, body []byte) (*wire.Response, *wire.Error) {
+	enc := encoders.Get().(*wire.Encoder)
+	defer encoders.Put(enc)
+	in := wire.DecodeInput{Meta: x.Meta, Route: route, Status: int64(status), Headers: headers, Body: body}
+	in.Encode(enc)
+	out, err := pr.Plugin.Call(ctx, plugin.OpDecode, enc.Bytes(), x.info())
+	if err != nil {
+		return nil, p.providerError(pr, "decode", err)
+	}
+	var res wire.DecodeResult
+	if err := res.Decode(out); err != nil {
+		return nil, p.providerError(pr, "decode", err)
+	}
+	if res.Error != nil {
+		res.Error.Message = pr.Redact(res.Error.Message)
+		return nil, res.Error
+	}
+	if res.Response == nil {
+		return nil, p.providerError(pr, "decode", fmt.Errorf("neither a response nor an error"))
+	}
+	return res.Response, nil
+}
+
+// DecodeStream asks the provider plugin to turn a batch of upstream SSE events
+// into canonical events; state is the plugin's own, round-tripped per stream.
+func (p *Pipeline) DecodeStream(ctx context.Context, x *Exchange, pr *Provider, route wire.Route, events []wire.SSE, state []byte, final bool) ([]wire.Event, []byte, *wire.Error) {
+	enc := encoders.Get().(*wire.Encoder)
+	defer encoders.Put(enc)
+	in := wire.DecodeStreamInput{Meta: x.Meta, Route: route, Events: events, State: state, Final: final}
+	in.Encode(enc)
+	out, err := pr.Plugin.Call(ctx, plugin.OpDecodeStream, enc.Bytes(), x.info())
+	if err != nil {
+		return nil, nil, p.providerError(pr, "decode_stream", err)
+	}
+	var res wire.DecodeStreamResult
+	if err := res.Decode(out); err != nil {
+		return nil, nil, p.providerError(pr, "decode_stream", err)
+	}
+	return res.Events, res.State, res.Error
+}

@@ -1,0 +1,156 @@
+// Package server is the gateway's HTTP front: the fasthttp server with its
+// limits and timeouts, the routes (API, health, metrics), panic containment,
+// and graceful shutdown.
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/bardoinference/bardo/host/config"
+	"github.com/bardoinference/bardo/host/gateway"
+	"github.com/bardoinference/bardo/host/telemetry"
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// Server serves the gateway.
+type Server struct {
+	Gateway *gateway.Gateway
+	Metrics *telemetry.Registry
+	Log     *slog.Logger
+
+	srv *fasthttp.Server
+	ln  net.Listener
+}
+
+// New builds the fasthttp server from the [server] settings.
+func New(s config.Server, gw *gateway.Gateway, metrics *telemetry.Registry, log *slog.Logger) *Server {
+	sv := &Server{Gateway: gw, Metrics: metrics, Log: log}
+	sv.srv = &fasthttp.Server{
+		Name:                          "bardo",
+		Handler:                       sv.handle,
+		ErrorHandler:                  sv.transportError,
+		MaxRequestBodySize:            int(s.MaxBodyBytes),
+		ReadTimeout:                   s.ReadTimeout,
+		WriteTimeout:                  s.WriteTimeout,
+		IdleTimeout:                   s.IdleTimeout,
+		DisableHeaderNamesNormalizing: false,
+		NoDefaultDate:                 true,
+		ReadBufferSize:                16 << 10,
+		CloseOnShutdown:               true,
+		StreamRequestBody:             false,
+	}
+	return sv
+}
+
+// Listen binds addr (host:port).
+func (sv *Server) Listen(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	sv.ln = ln
+	return nil
+}
+
+// Addr is the bound address (after Listen).
+func (sv *Server) Addr() string { return sv.ln.Addr().String() }
+
+// Serve serves until Shutdown.
+func (sv *Server) Serve() error {
+	if sv.ln == nil {
+		return errors.New("server: Serve before Listen")
+	}
+	return sv.srv.Serve(sv.ln)
+}
+
+// Shutdown stops accepting connections and waits for open requests (streams
+// included) up to the deadline.
+func (sv *Server) Shutdown(timeout time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- sv.srv.Shutdown() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(timeout):
+		return fmt.Errorf("shutdown: requests still open after %s", timeout)
+	}
+}
+
+func (sv *Server) handle(ctx *fasthttp.RequestCtx) {
+	start := time.Now()
+	defer func() {
+		if r := recover(); r != nil {
+			// A bug must cost one request, not the process.
+			sv.Log.Error("panic serving request", "path", string(ctx.Path()), "panic", r, "stack", string(debug.Stack()))
+			ctx.Response.Reset()
+			writeError(ctx, dialectOf(ctx), &wire.Error{Status: 500, Kind: wire.ErrInternal,
+				Message: "the gateway hit an internal error serving this request; it has been logged"})
+		}
+		sv.Metrics.Add("bardo_http_requests_total", 1, "path", routeLabel(ctx), "code", strconv.Itoa(ctx.Response.StatusCode()))
+		sv.Metrics.Observe("bardo_http_request_seconds", time.Since(start).Seconds(), "path", routeLabel(ctx))
+	}()
+	switch string(ctx.Path()) {
+	case "/healthz":
+		ctx.SetContentType("application/json")
+		ctx.SetBodyString(`{"status":"ok"}`)
+		return
+	case "/metrics":
+		ctx.SetContentType("text/plain; version=0.0.4")
+		sv.Metrics.WriteTo(ctx)
+		return
+	}
+	if sv.Gateway.Handle(ctx) {
+		return
+	}
+	writeError(ctx, dialectOf(ctx), &wire.Error{Status: 404, Kind: wire.ErrNotFound,
+		Message: "no route for " + string(ctx.Method()) + " " + string(ctx.Path()) + "; the API lives at /v1/chat/completions, /v1/messages and /v1/models"})
+}
+
+// routeLabel keeps metric label cardinality bounded.
+func routeLabel(ctx *fasthttp.RequestCtx) string {
+	switch p := string(ctx.Path()); p {
+	case "/v1/chat/completions", "/v1/messages", "/v1/models", "/healthz", "/metrics":
+		return p
+	}
+	return "other"
+}
+
+// dialectOf guesses the caller's dialect from the path and headers, for errors
+// raised before a route is chosen.
+func dialectOf(ctx *fasthttp.RequestCtx) wire.Dialect {
+	if string(ctx.Path()) == "/v1/messages" || len(ctx.Request.Header.Peek("anthropic-version")) > 0 {
+		return wire.DialectAnthropic
+	}
+	return wire.DialectOpenAI
+}
+
+// transportError answers requests fasthttp refused before the handler (body
+// too large, malformed HTTP, read timeout) in the caller's dialect.
+func (sv *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
+	e := &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest, Message: "malformed HTTP request"}
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		e = &wire.Error{Status: 413, Kind: wire.ErrInvalidRequest,
+			Message: fmt.Sprintf("request body exceeds the gateway's limit of %d bytes", sv.srv.MaxRequestBodySize)}
+	case isTimeout(err):
+		e = &wire.Error{Status: 408, Kind: wire.ErrTimeout, Message: "the request was not received in time"}
+	}
+	writeError(ctx, dialectOf(ctx), e)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func writeError(ctx *fasthttp.RequestCtx, d wire.Dialect, e *wire.Error) {
+	gateway.WriteError(ctx, d, e)
+}
