@@ -137,8 +137,8 @@ func (s *streamer) run(w *bufio.Writer) {
 	defer s.close()
 	passthrough := s.upDialect == s.x.Meta.Dialect && !s.p.HasStreamLayers()
 	var (
-		dec   streamDecoder
-		enc   streamEncoder
+		dec    streamDecoder
+		enc    streamEncoder
 		state  []byte
 		buf    []byte
 		sawEnd bool // passthrough: the upstream's end marker went by

@@ -5,8 +5,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -505,4 +505,3 @@ trusted = true
 		})
 	}
 }
-

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bardoinference/bardo/host/testkit/fixtures"
-	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
 	"github.com/bardoinference/bardo/host/kvstore"
 	"github.com/bardoinference/bardo/host/sandbox"
+	"github.com/bardoinference/bardo/host/testkit/fixtures"
+	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/wire"
 )

@@ -140,12 +140,12 @@ type Usage struct {
 
 // Stop reasons (canonical, Anthropic-style names).
 const (
-	StopEndTurn      = "end_turn"
-	StopMaxTokens    = "max_tokens"
-	StopSequence     = "stop_sequence"
-	StopToolUse      = "tool_use"
-	StopRefusal      = "refusal"
-	StopPauseTurn    = "pause_turn"
+	StopEndTurn       = "end_turn"
+	StopMaxTokens     = "max_tokens"
+	StopSequence      = "stop_sequence"
+	StopToolUse       = "tool_use"
+	StopRefusal       = "refusal"
+	StopPauseTurn     = "pause_turn"
 	StopContentFilter = "content_filter"
 )
 

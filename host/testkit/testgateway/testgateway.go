@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/bardoinference/bardo/host/gateway"
-	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
 	"github.com/bardoinference/bardo/host/kvstore"
 	"github.com/bardoinference/bardo/host/pipeline"
 	"github.com/bardoinference/bardo/host/server"
 	"github.com/bardoinference/bardo/host/telemetry"
+	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
 	"github.com/bardoinference/bardo/host/upstream"
 )
 
