@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 
@@ -124,6 +125,7 @@ func Build(ctx context.Context, cfg *config.Config, deps Deps) (*Pipeline, error
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
+			began := time.Now()
 			pl, err := sandbox.Load(ctx, sandbox.Options{
 				Name:        j.spec.Name,
 				Path:        j.spec.Plugin,
@@ -142,6 +144,7 @@ func Build(ctx context.Context, cfg *config.Config, deps Deps) (*Pipeline, error
 				return
 			}
 			*j.out = pl
+			deps.Log.Debug("plugin loaded", "plugin", j.spec.Name, "file", j.spec.Plugin, "took", time.Since(began).Round(time.Millisecond))
 		}()
 	}
 	wg.Wait()

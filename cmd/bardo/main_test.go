@@ -1,0 +1,259 @@
+package main_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
+)
+
+// binary builds the bardo command once per test binary.
+var binary = sync.OnceValues(func() (string, error) {
+	root, err := wasmbuild.Root()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(root, "build", "test-bardo")
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/bardo")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%v\n%s", err, b)
+	}
+	return out, nil
+})
+
+// instance is a running bardo process.
+type instance struct {
+	cmd  *exec.Cmd
+	addr string
+	log  *lockedBuffer
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func freeAddr(tb testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// setup writes a config with the sim provider and the plugins it needs into
+// a directory, with a compilation cache there.
+func setup(tb testing.TB, extra string) (dir string) {
+	tb.Helper()
+	dir = tb.TempDir()
+	pdir := filepath.Join(dir, "plugins")
+	os.MkdirAll(pdir, 0o755)
+	for name, pkg := range map[string]string{"sim.wasm": "plugins/providers/sim", "hostcalls.wasm": "testplugins/hostcalls"} {
+		if err := os.Symlink(wasmbuild.MustBuild(tb, pkg), filepath.Join(pdir, name)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	writeConfig(tb, dir, extra)
+	return dir
+}
+
+func writeConfig(tb testing.TB, dir, extra string) {
+	cfg := `[server]
+plugin_dir = "plugins"
+cache_dir = "cache"
+` + extra + `
+[[provider]]
+name = "sim"
+plugin = "sim.wasm"
+models = ["*"]
+trusted = true
+`
+	if err := os.WriteFile(filepath.Join(dir, "pipeline.toml"), []byte(cfg), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func start(tb testing.TB, dir string) *instance {
+	tb.Helper()
+	bin, err := binary()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	in := &instance{addr: freeAddr(tb), log: &lockedBuffer{}}
+	in.cmd = exec.Command(bin, "serve")
+	in.cmd.Dir = dir
+	in.cmd.Env = append(os.Environ(), "BARDO_LISTEN="+in.addr, "OPENAI_API_KEY=", "OPENROUTER_API_KEY=")
+	in.cmd.Stderr = in.log
+	if err := in.cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		in.cmd.Process.Kill()
+		in.cmd.Wait()
+	})
+	return in
+}
+
+const chatBody = `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hello"}]}`
+
+func (in *instance) ask(path, body string) (int, http.Header, string, error) {
+	req, _ := http.NewRequest("POST", "http://"+in.addr+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("anthropic-version", "2023-06-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b), err
+}
+
+// waitReady polls until the gateway answers a chat request; it returns how
+// long that took from the process start.
+func (in *instance) waitReady(tb testing.TB, began time.Time) time.Duration {
+	tb.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if code, _, _, err := in.ask("/v1/chat/completions", chatBody); err == nil && code == 200 {
+			return time.Since(began)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	tb.Fatalf("gateway did not answer within 30s; log:\n%s", in.log.String())
+	return 0
+}
+
+func rssKiB(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			n, _ := strconv.Atoi(strings.Fields(line)[1])
+			return n
+		}
+	}
+	return 0
+}
+
+// The `make run` + curl promise, on the real binary: both dialects answer
+// with no keys, the simulated provider is announced, SIGHUP reloads, and
+// SIGTERM shuts down cleanly.
+func TestServe(t *testing.T) {
+	dir := setup(t, "")
+	in := start(t, dir)
+	in.waitReady(t, time.Now())
+
+	code, h, body, err := in.ask("/v1/chat/completions", chatBody)
+	if err != nil || code != 200 || !strings.Contains(body, "[bardo sim]") || h.Get("X-Bardo-Provider") != "sim" {
+		t.Fatalf("openai: %d %v %s", code, err, body)
+	}
+	code, _, body, err = in.ask("/v1/messages", `{"model":"claude-x","max_tokens":64,"messages":[{"role":"user","content":"hello"}]}`)
+	if err != nil || code != 200 || !strings.Contains(body, `"type":"message"`) {
+		t.Fatalf("anthropic: %d %v %s", code, err, body)
+	}
+	if !strings.Contains(in.log.String(), "only the simulated provider") {
+		t.Fatalf("no notice that the simulated provider is active:\n%s", in.log.String())
+	}
+
+	// SIGHUP: a new layer takes effect.
+	writeConfig(t, dir, "\n[[layer]]\nname = \"hc\"\nplugin = \"hostcalls.wasm\"\ntrusted = true\n")
+	in.cmd.Process.Signal(syscall.SIGHUP)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, h, _, _ := in.ask("/v1/chat/completions", chatBody)
+		if h.Get("X-Bardo-Hostcalls") != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("SIGHUP did not reload; log:\n%s", in.log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	in.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- in.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, in.log.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("did not exit after SIGTERM")
+	}
+}
+
+func TestCheck(t *testing.T) {
+	dir := setup(t, "")
+	bin, err := binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "check")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "ok") {
+		t.Fatalf("check: %v %s", err, out)
+	}
+	writeConfig(t, dir, "\n[[layer]]\nname = \"x\"\nplugin = \"missing.wasm\"\non_error = \"maybe\"\n")
+	cmd = exec.Command(bin, "check")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "pipeline.toml:") || !strings.Contains(string(out), "on_error") {
+		t.Fatalf("check of a broken file: %v %s", err, out)
+	}
+}
+
+// BenchmarkColdStart measures process start to first answer with a warm
+// compilation cache (the first start fills it), and the idle RSS after it.
+func BenchmarkColdStart(b *testing.B) {
+	dir := setup(b, "")
+	warm := start(b, dir)
+	warm.waitReady(b, time.Now())
+	warm.cmd.Process.Kill()
+	warm.cmd.Wait()
+
+	var total time.Duration
+	var rss int
+	n := 0
+	for b.Loop() {
+		began := time.Now()
+		in := start(b, dir)
+		total += in.waitReady(b, began)
+		time.Sleep(200 * time.Millisecond)
+		rss += rssKiB(in.cmd.Process.Pid)
+		n++
+		in.cmd.Process.Kill()
+		in.cmd.Wait()
+	}
+	b.ReportMetric(float64(total.Milliseconds())/float64(n), "ms-to-first-answer")
+	b.ReportMetric(float64(rss)/float64(n)/1024, "idle-RSS-MiB")
+}
