@@ -278,3 +278,17 @@ func TestAnthropicCachedUsage(t *testing.T) {
 		t.Fatalf("message_start usage %v", data[0])
 	}
 }
+
+func TestAnthropicToolResultIsLastUserTurn(t *testing.T) {
+	s := newServer(t)
+	body := `{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"weather? fake:tool"},` +
+		`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"sunny, 21C"}]}]}]}`
+	m := jsonBody(t, post(t, s.URL()+"/v1/messages", anthropicHeaders(), body), http.StatusOK)
+	if str(t, m, "stop_reason") != "end_turn" || str(t, m, "content", 0, "text") != "echo: sunny, 21C" {
+		t.Fatalf("reply %v", m)
+	}
+	if num(t, m, "usage", "input_tokens") != tokens("weather? fake:tool"+"sunny, 21C") {
+		t.Fatalf("usage %v", m["usage"])
+	}
+}

@@ -250,7 +250,7 @@ func (s *Server) openAIChat(w http.ResponseWriter, r *http.Request, body []byte)
 	for _, m := range *req.Messages {
 		t := contentText(m.Content)
 		all.WriteString(t)
-		if m.Role == "user" {
+		if m.Role == "user" || m.Role == "tool" {
 			lastUser = t
 		}
 	}

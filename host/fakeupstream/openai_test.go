@@ -300,3 +300,17 @@ func TestOpenAICachedUsage(t *testing.T) {
 		t.Fatalf("usage %v", u)
 	}
 }
+
+func TestOpenAIToolResultIsLastUserTurn(t *testing.T) {
+	s := newServer(t)
+	body := `{"model":"m","messages":[{"role":"user","content":"weather? fake:tool"},` +
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{}"}}]},` +
+		`{"role":"tool","tool_call_id":"call_1","content":"sunny, 21C"}]}`
+	m := jsonBody(t, post(t, s.URL()+"/v1/chat/completions", openAIHeaders(), body), http.StatusOK)
+	if str(t, m, "choices", 0, "finish_reason") != "stop" || str(t, m, "choices", 0, "message", "content") != "echo: sunny, 21C" {
+		t.Fatalf("reply %v", m["choices"])
+	}
+	if num(t, m, "usage", "prompt_tokens") != tokens("weather? fake:tool"+"sunny, 21C") {
+		t.Fatalf("usage %v", m["usage"])
+	}
+}

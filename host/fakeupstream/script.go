@@ -11,7 +11,13 @@ import (
 
 // Behaviour describes how the server answers one generation request
 // (POST /v1/chat/completions or POST /v1/messages). The zero value is the
-// default echo reply. Fields combine: e.g. Thinking with CacheRead, or
+// default echo reply.
+//
+// "The last user message" is the text of the last message on the user's
+// side: an OpenAI "user" or "tool" message, an Anthropic "user" message (its
+// text blocks, or else its tool_result contents). So after a tool round trip
+// the fake echoes the tool result, and a magic phrase in the original
+// question does not fire again. Fields combine: e.g. Thinking with CacheRead, or
 // ToolCall with Latency and ChunkDelay.
 type Behaviour struct {
 	// Text replaces the default "echo: <last user message>" reply. With

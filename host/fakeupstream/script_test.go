@@ -289,13 +289,23 @@ func TestCloseDoesNotWaitForLatency(t *testing.T) {
 	s := New()
 	s.Script(Latency(time.Minute))
 	go func() {
-		resp, err := http.Post(s.URL()+"/v1/chat/completions", "application/json", strings.NewReader(chatWith("x", false)))
-		if err == nil {
+		req, _ := http.NewRequest(http.MethodPost, s.URL()+"/v1/chat/completions", strings.NewReader(chatWith("x", false)))
+		req.Header.Set("Authorization", "Bearer "+DefaultAPIKey)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
 		}
 	}()
 	// Wait until the request is in the handler, which records it first.
-	for s.Count("/v1/chat/completions") == 0 {
+	for deadline := time.Now().Add(5 * time.Second); s.Count("/v1/chat/completions") == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("request never arrived")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for deadline := time.Now().Add(5 * time.Second); s.Pending() != 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("script never consumed")
+		}
 		time.Sleep(time.Millisecond)
 	}
 	start := time.Now()

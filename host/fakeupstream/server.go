@@ -160,7 +160,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery,
 		Header: r.Header.Clone(), Body: body, Time: time.Now(),
 	})
-	
+	s.counts[r.URL.Path]++
 	s.mu.Unlock()
 
 	switch {

@@ -51,6 +51,12 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) bool {
 		g.onlyPost(ctx, method, wire.DialectOpenAI)
 	case "/v1/messages":
 		g.onlyPost(ctx, method, wire.DialectAnthropic)
+	case "/v1/messages/count_tokens":
+		g.countTokens(ctx)
+	case "/v1/completions":
+		// The dialect is read from the body's shape, for clients that post
+		// either format to one URL.
+		g.onlyPost(ctx, method, detectDialect(ctx.PostBody()))
 	case "/v1/models":
 		g.models(ctx)
 	default:
@@ -97,19 +103,7 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 			release()
 		}
 	}()
-	x := &pipeline.Exchange{
-		Meta: wire.Meta{
-			RequestID: rid,
-			Tenant:    tenantOf(ctx),
-			Session:   string(ctx.Request.Header.Peek(HeaderSession)),
-			Dialect:   d,
-			Model:     req.Model,
-			Stream:    req.Stream,
-		},
-		Req:      req,
-		Pristine: true,
-		Original: body,
-	}
+	x := newExchange(ctx, rid, d, req, body)
 	rctx, cancel := context.WithTimeout(context.Background(), g.timeout())
 	defer func() {
 		if cancel != nil {
@@ -180,6 +174,22 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 		return
 	}
 	g.answerUpstream(ctx, rctx, p, pr, route, x, call, resp)
+}
+
+func newExchange(ctx *fasthttp.RequestCtx, rid string, d wire.Dialect, req *wire.Request, body []byte) *pipeline.Exchange {
+	return &pipeline.Exchange{
+		Meta: wire.Meta{
+			RequestID: rid,
+			Tenant:    tenantOf(ctx),
+			Session:   string(ctx.Request.Header.Peek(HeaderSession)),
+			Dialect:   d,
+			Model:     req.Model,
+			Stream:    req.Stream,
+		},
+		Req:      req,
+		Pristine: true,
+		Original: body,
+	}
 }
 
 func (g *Gateway) timeout() time.Duration {

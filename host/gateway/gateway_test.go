@@ -36,6 +36,14 @@ models = ["gpt-*"]
 trusted = true
 
 [[provider]]
+name = "claude"
+plugin = "anthropic.wasm"
+base_url = "` + fake.URL() + `"
+credential = "env:UP_KEY"
+models = ["claude-*"]
+trusted = true
+
+[[provider]]
 name = "sim"
 plugin = "sim.wasm"
 models = ["*"]
@@ -503,5 +511,64 @@ trusted = true
 				}
 			}
 		})
+	}
+}
+
+// Anthropic upstream: an Anthropic caller's bytes pass untouched (thinking
+// signatures and cache_control included); an OpenAI caller is translated.
+func TestAnthropicUpstream(t *testing.T) {
+	g, fake := startWithUpstream(t, "")
+	body := `{"model":"claude-sonnet-4-5","max_tokens":64,"system":[{"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":"sig-abc=="},{"type":"text","text":"hello"}]},{"role":"user","content":"again"}],"metadata":{"user_id":"u1"}}`
+	r := post(t, g.URL, "/v1/messages", body)
+	if r.status != 200 || r.header.Get("X-Bardo-Provider") != "claude" {
+		t.Fatalf("status %d provider %q: %s", r.status, r.header.Get("X-Bardo-Provider"), r.body)
+	}
+	last := fake.Last()
+	if string(last.Body) != body {
+		t.Fatalf("upstream got\n%s\nwant the caller's bytes", last.Body)
+	}
+	if last.Header.Get("x-api-key") != upKey || last.Header.Get("anthropic-version") == "" {
+		t.Fatalf("upstream headers: %v", last.Header)
+	}
+
+	r = post(t, g.URL, "/v1/chat/completions", `{"model":"claude-haiku-4-5","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"from openai"}]}`)
+	if r.status != 200 {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	up := decode(t, fake.Last().Body)
+	if up["max_tokens"] == nil || up["system"] == nil {
+		t.Fatalf("translated request lacks max_tokens/system: %s", fake.Last().Body)
+	}
+	m := decode(t, r.body)
+	if m["object"] != "chat.completion" || !strings.Contains(string(r.body), "echo: from openai") {
+		t.Fatalf("caller got %s", r.body)
+	}
+}
+
+func TestCompletionsDetectsDialect(t *testing.T) {
+	g := testgateway.Start(t, simOnly, testgateway.Options{})
+	r := post(t, g.URL, "/v1/completions", `{"model":"m","max_tokens":20,"system":"s","messages":[{"role":"user","content":"hi"}]}`)
+	if r.status != 200 || decode(t, r.body)["type"] != "message" {
+		t.Fatalf("anthropic-shaped body: %d %s", r.status, r.body)
+	}
+	r = post(t, g.URL, "/v1/completions", `{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"}]}`)
+	if r.status != 200 || decode(t, r.body)["object"] != "chat.completion" {
+		t.Fatalf("openai-shaped body: %d %s", r.status, r.body)
+	}
+}
+
+func TestCountTokens(t *testing.T) {
+	g, fake := startWithUpstream(t, "")
+	body := `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"count these tokens please"}]}`
+	r := post(t, g.URL, "/v1/messages/count_tokens", body)
+	if r.status != 200 || r.header.Get("X-Bardo-Token-Count") != "upstream" || decode(t, r.body)["input_tokens"] == nil {
+		t.Fatalf("anthropic upstream: %d %v %s", r.status, r.header, r.body)
+	}
+	if fake.Last().Path != "/v1/messages/count_tokens" || string(fake.Last().Body) != body {
+		t.Fatalf("upstream got %s %s", fake.Last().Path, fake.Last().Body)
+	}
+	r = post(t, g.URL, "/v1/messages/count_tokens", `{"model":"gpt-4o","messages":[{"role":"user","content":"count these tokens please"}]}`)
+	if r.status != 200 || r.header.Get("X-Bardo-Token-Count") != "estimate" || decode(t, r.body)["input_tokens"].(float64) < 5 {
+		t.Fatalf("estimate: %d %v %s", r.status, r.header, r.body)
 	}
 }

@@ -24,3 +24,7 @@ func (p *Plugin) PoolState() (idle, closedIdle, slots int) {
 	}
 	return len(ins), closedIdle, len(p.slots)
 }
+
+// InFlight is the number of instances taken by calls in progress. Unlike
+// PoolState it does not touch the pool, so it is safe to poll during calls.
+func (p *Plugin) InFlight() int { return len(p.slots) - len(p.idle) }

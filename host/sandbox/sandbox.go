@@ -133,6 +133,10 @@ var exportNames = [...]string{
 
 const pageSize = 64 << 10
 
+// initTimeout bounds a plugin's Init on a new instance (untrusted plugins are
+// interrupted at it; trusted ones are judged when Init returns).
+const initTimeout = 10 * time.Second
+
 // Load compiles the plugin, starts one instance to read its descriptor and
 // check its ABI, and keeps that instance in the pool.
 func Load(ctx context.Context, opts Options) (*Plugin, error) {
@@ -249,7 +253,7 @@ func (p *Plugin) instantiate(ctx context.Context) (*instance, error) {
 		WithStdout(&lineLogger{log: p.log, level: slog.LevelInfo}).
 		WithSysWalltime().
 		WithSysNanotime().
-		WithSysNanosleep().
+		WithNanosleep(sliceSleep).
 		WithRandSource(rand.Reader)
 	// Instantiation and _initialize run on a context free of the request's
 	// deadline: a half-initialized instance is useless, and a plugin's own
@@ -267,10 +271,25 @@ func (p *Plugin) instantiate(ctx context.Context) (*instance, error) {
 		in.ops[op] = mod.ExportedFunction(name)
 	}
 	p.instantiated.Add(1)
-	if _, err := p.callInstance(ctx, in, plugin.OpInit, nil, CallInfo{}); err != nil {
+	// Init is part of making the instance, not of the request that happened
+	// to need it: it gets its own deadline, so a request with little time
+	// left cannot leave a half-initialized instance behind.
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), initTimeout)
+	defer cancel()
+	if _, err := p.callInstance(ictx, in, plugin.OpInit, nil, CallInfo{}); err != nil {
+		in.mod.Close(context.Background())
+		p.discarded.Add(1)
 		return nil, fmt.Errorf("init: %w", err)
 	}
 	return in, nil
+}
+
+// sliceSleep serves a guest's sleep (WASI poll_oneoff) in short slices. A
+// host-side sleep cannot be interrupted, so one long sleep would hold an
+// untrusted call past its timeout; woken early, the guest's runtime sees its
+// timer is not due and sleeps again, and wazero stops it between slices.
+func sliceSleep(ns int64) {
+	time.Sleep(time.Duration(min(ns, int64(5*time.Millisecond))))
 }
 
 // acquire takes an idle instance, or creates one while the pool has room, or
@@ -346,7 +365,11 @@ func (p *Plugin) Call(ctx context.Context, op plugin.Op, in []byte, info CallInf
 		defer cancel()
 	}
 	out, err := p.callInstance(ctx, inst, op, in, info)
-	if err != nil && !isPluginError(err) {
+	// An instance survives a plugin-reported error and a trusted call that
+	// finished late (its state is sound); anything else — a trap, an
+	// interrupted call — may have left it broken. wazero may also close a
+	// module whose deadline fired just as the call returned.
+	if (err != nil && !isPluginError(err) && !errors.Is(err, errLate)) || inst.mod.IsClosed() {
 		p.discard(inst)
 		return nil, err
 	}
@@ -358,6 +381,9 @@ func isPluginError(err error) bool {
 	var ce *CallError
 	return errors.As(err, &ce)
 }
+
+// errLate marks a trusted call that completed after its deadline.
+var errLate = errors.New("finished late, trusted mode cannot interrupt")
 
 type callKey struct{}
 
@@ -388,7 +414,7 @@ func (p *Plugin) callInstance(ctx context.Context, in *instance, op plugin.Op, i
 	if p.opts.Trusted && ctx.Err() != nil {
 		// A trusted call cannot be interrupted; it finished late, so treat it
 		// as timed out rather than let a slow plugin stretch the request.
-		return nil, fmt.Errorf("plugin %s: %w (finished late, trusted mode cannot interrupt)", p.opts.Name, ErrTimeout)
+		return nil, fmt.Errorf("plugin %s: %w (%w)", p.opts.Name, ErrTimeout, errLate)
 	}
 	packed := in.stack[0]
 	optr, olen := uint32(packed>>32), uint32(packed)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -117,7 +118,7 @@ func (sv *Server) handle(ctx *fasthttp.RequestCtx) {
 // routeLabel keeps metric label cardinality bounded.
 func routeLabel(ctx *fasthttp.RequestCtx) string {
 	switch p := string(ctx.Path()); p {
-	case "/v1/chat/completions", "/v1/messages", "/v1/models", "/healthz", "/metrics":
+	case "/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens", "/v1/completions", "/v1/models", "/healthz", "/metrics":
 		return p
 	}
 	return "other"
@@ -126,7 +127,7 @@ func routeLabel(ctx *fasthttp.RequestCtx) string {
 // dialectOf guesses the caller's dialect from the path and headers, for errors
 // raised before a route is chosen.
 func dialectOf(ctx *fasthttp.RequestCtx) wire.Dialect {
-	if string(ctx.Path()) == "/v1/messages" || len(ctx.Request.Header.Peek("anthropic-version")) > 0 {
+	if strings.HasPrefix(string(ctx.Path()), "/v1/messages") || len(ctx.Request.Header.Peek("anthropic-version")) > 0 {
 		return wire.DialectAnthropic
 	}
 	return wire.DialectOpenAI

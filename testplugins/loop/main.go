@@ -1,6 +1,7 @@
 // Command loop is a misbehaving test layer: when the last user message
-// contains "loop" it spins forever in a loop with no call and no allocation,
-// the worst case for the host (compiled guest code has no preemption point).
+// contains "loop" it logs "loop: spinning forever" and then spins forever in a
+// loop with no call and no allocation, the worst case for the host (compiled
+// guest code has no preemption point).
 // Any other request gets the layer's usual answer: no patch, and an annotation
 // "loop" holding the text it saw.
 package main
@@ -25,6 +26,8 @@ func init() {
 		OnRequest: func(req *wire.LayerRequest, res *wire.LayerResult) error {
 			text := lastUserText(req.Request.Messages)
 			if strings.Contains(text, "loop") {
+				// Tell the host (and a test waiting for it) that the loop starts.
+				plugin.Log(plugin.LevelInfo, "loop: spinning forever")
 				for {
 					spins++
 				}

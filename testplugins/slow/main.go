@@ -6,6 +6,10 @@
 //   - "sleep <duration>": calls time.Sleep in the guest, which in a WASI
 //     reactor blocks inside the host's poll_oneoff.
 //
+// Its config may also make every instance slow to start: {"init": "50ms"}
+// spins that long in Init (tests use it to tell instantiation time from call
+// time).
+//
 // A duration that does not parse is a plugin error. Any other request gets the
 // layer's usual answer: no patch, and an annotation "slow" holding the text it
 // saw (also after a slow or sleep request completes).
@@ -26,14 +30,26 @@ func init() {
 		Version: "1.0.0",
 		Phases:  wire.PhaseRequest,
 		Reads:   wire.PartMessages,
+		Init: func() error {
+			var cfg struct {
+				Init string `json:"init"`
+			}
+			if err := plugin.DecodeConfig(&cfg); err != nil || cfg.Init == "" {
+				return err
+			}
+			d, err := time.ParseDuration(cfg.Init)
+			if err != nil {
+				return fmt.Errorf("init: %w", err)
+			}
+			spin(d)
+			return nil
+		},
 		OnRequest: func(req *wire.LayerRequest, res *wire.LayerResult) error {
 			text := lastUserText(req.Request.Messages)
 			if d, ok, err := durationAfter(text, "slow"); err != nil {
 				return err
 			} else if ok {
-				end := plugin.Now().Add(d)
-				for plugin.Now().Before(end) {
-				}
+				spin(d)
 			}
 			if d, ok, err := durationAfter(text, "sleep"); err != nil {
 				return err
@@ -44,6 +60,13 @@ func init() {
 			return nil
 		},
 	})
+}
+
+// spin busy-waits for d by the host clock.
+func spin(d time.Duration) {
+	end := plugin.Now().Add(d)
+	for plugin.Now().Before(end) {
+	}
 }
 
 // durationAfter finds word in text and parses the duration that follows it.

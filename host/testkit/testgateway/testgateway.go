@@ -26,6 +26,7 @@ import (
 var Plugins = map[string]string{
 	"sim.wasm":               "plugins/providers/sim",
 	"openai-compatible.wasm": "plugins/providers/openai-compatible",
+	"anthropic.wasm":         "plugins/providers/anthropic",
 	"noop.wasm":              "testplugins/noop",
 	"hostcalls.wasm":         "testplugins/hostcalls",
 	"touch.wasm":             "testplugins/touch",

@@ -1,0 +1,104 @@
+package gateway_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/bardoinference/bardo/host/fakeupstream"
+	"github.com/bardoinference/bardo/host/testkit/fixtures"
+	"github.com/bardoinference/bardo/host/testkit/testgateway"
+)
+
+func noopLayers(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "[[layer]]\nname = \"noop-%d\"\nplugin = \"noop.wasm\"\ntrusted = true\non_error = \"fail-open\"\n\n", i)
+	}
+	return b.String()
+}
+
+// BenchmarkOverhead measures what the gateway adds in front of a local fake
+// upstream, client-observed, at concurrency 1: the same 4 KB agent request
+// sent directly to the fake and through the gateway (OpenAI in, OpenAI out,
+// through the openai-compatible adapter plugin) with no layers, with 8 no-op
+// layers, and with 8 layers that read the whole request. Run the cases side by
+// side in one run: the machine is noisy and the ratios are what matter.
+func BenchmarkOverhead(b *testing.B) {
+	fake := fakeupstream.New(fakeupstream.WithAPIKey(upKey))
+	defer fake.Close()
+	body := fixtures.AgentRequestOpenAI(false)
+
+	targets := []struct {
+		name   string
+		layers string
+	}{
+		{"direct", ""},
+		{"gateway-0-layers", ""},
+		{"gateway-8-noop", noopLayers(8)},
+		{"gateway-8-touch", strings.ReplaceAll(noopLayers(8), "noop.wasm", "touch.wasm")},
+	}
+	for _, tg := range targets {
+		b.Run(tg.name, func(b *testing.B) {
+			url := fake.URL() + "/v1/chat/completions"
+			auth := "Bearer " + upKey
+			if tg.name != "direct" {
+				g := testgateway.Start(b, upstreamPipeline(fake, tg.layers), testgateway.Options{Env: map[string]string{"UP_KEY": upKey}})
+				url = g.URL + "/v1/chat/completions"
+				auth = "Bearer caller-key"
+			}
+			client := &fasthttp.Client{MaxConnsPerHost: 64}
+			do := func() {
+				req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+				defer fasthttp.ReleaseRequest(req)
+				defer fasthttp.ReleaseResponse(resp)
+				req.Header.SetMethod("POST")
+				req.SetRequestURI(url)
+				req.Header.SetContentType("application/json")
+				req.Header.Set("Authorization", auth)
+				req.SetBodyRaw(body)
+				if err := client.Do(req, resp); err != nil {
+					b.Fatal(err)
+				}
+				if resp.StatusCode() != 200 {
+					b.Fatalf("status %d: %s", resp.StatusCode(), resp.Body())
+				}
+			}
+			for range 200 { // warm pools, connections and caches
+				do()
+			}
+			var lat []time.Duration
+			b.ResetTimer()
+			for b.Loop() {
+				t0 := time.Now()
+				do()
+				lat = append(lat, time.Since(t0))
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+
+			// Throughput at 16 concurrent connections, for a fixed count.
+			const conc, per = 16, 100
+			t0 := time.Now()
+			var wg sync.WaitGroup
+			for range conc {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range per {
+						do()
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(conc*per)/time.Since(t0).Seconds(), "req/s@16")
+		})
+	}
+}
