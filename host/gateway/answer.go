@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -159,8 +160,26 @@ func (s *streamer) run(w *bufio.Writer) {
 		w.Write(buf)
 		w.Flush()
 	}
+	upstreamEvents, stop := s.pump()
+	defer stop()
+	heartbeat := time.NewTicker(s.g.heartbeat())
+	defer heartbeat.Stop()
 	for {
-		ev, err := s.resp.Next()
+		var next upstreamEvent
+		select {
+		case next = <-upstreamEvents:
+		case <-heartbeat.C:
+			// An SSE comment: every client ignores it, and it keeps proxies
+			// and load balancers from closing an idle stream while the
+			// model thinks.
+			if _, err := w.WriteString(": keep-alive\n\n"); err != nil || w.Flush() != nil {
+				s.broken = true
+				return
+			}
+			continue
+		}
+		heartbeat.Reset(s.g.heartbeat())
+		ev, err := next.ev, next.err
 		final := errors.Is(err, io.EOF)
 		if err != nil && !final {
 			fail(&wire.Error{Status: 502, Kind: wire.ErrUpstream,
@@ -227,6 +246,34 @@ func (s *streamer) run(w *bufio.Writer) {
 			return
 		}
 	}
+}
+
+type upstreamEvent struct {
+	ev  wire.SSE
+	err error
+}
+
+// pump reads upstream events on a goroutine of its own, so the writer can
+// send heartbeats while the upstream is silent. A slow client blocks the
+// writer, the pump's small buffer fills, and reading from the upstream stops:
+// backpressure reaches the upstream through TCP. stop ends the pump.
+func (s *streamer) pump() (<-chan upstreamEvent, func()) {
+	out := make(chan upstreamEvent, 8)
+	done := make(chan struct{})
+	go func() {
+		for {
+			ev, err := s.resp.Next()
+			select {
+			case out <- upstreamEvent{ev, err}:
+			case <-done:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return out, func() { close(done) }
 }
 
 // appendSSE frames one event the way it arrived.

@@ -1,6 +1,8 @@
 package gateway_test
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -99,6 +101,85 @@ func BenchmarkOverhead(b *testing.B) {
 			}
 			wg.Wait()
 			b.ReportMetric(float64(conc*per)/time.Since(t0).Seconds(), "req/s@16")
+		})
+	}
+}
+
+// BenchmarkStream measures streams client-observed: time to the first content
+// chunk, and the time per chunk after it, directly from the fake upstream and
+// through the gateway — same dialect (bytes relayed) and translated (an
+// Anthropic caller served by the OpenAI upstream).
+func BenchmarkStream(b *testing.B) {
+	fake := fakeupstream.New(fakeupstream.WithAPIKey(upKey))
+	defer fake.Close()
+	words := strings.Repeat("token ", 120) // ~40 chunks from the fake
+	openaiBody := []byte(`{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"` + words + `"}]}`)
+	anthropicBody := []byte(`{"model":"gpt-4o","max_tokens":1000,"stream":true,"messages":[{"role":"user","content":"` + words + `"}]}`)
+
+	for _, tc := range []struct {
+		name string
+		path string
+		body []byte
+	}{
+		{"direct", "/v1/chat/completions", openaiBody},
+		{"gateway-same-dialect", "/v1/chat/completions", openaiBody},
+		{"gateway-translated", "/v1/messages", anthropicBody},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			base := fake.URL()
+			if tc.name != "direct" {
+				base = testgateway.Start(b, upstreamPipeline(fake, ""), testgateway.Options{Env: map[string]string{"UP_KEY": upKey}}).URL
+			}
+			client := &fasthttp.Client{StreamResponseBody: true}
+			var ttft, perChunk []time.Duration
+			run := func() {
+				req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+				defer fasthttp.ReleaseRequest(req)
+				defer fasthttp.ReleaseResponse(resp)
+				req.Header.SetMethod("POST")
+				req.SetRequestURI(base + tc.path)
+				req.Header.SetContentType("application/json")
+				req.Header.Set("Authorization", "Bearer "+upKey)
+				req.Header.Set("anthropic-version", "2023-06-01")
+				req.SetBodyRaw(tc.body)
+				t0 := time.Now()
+				if err := client.Do(req, resp); err != nil {
+					b.Fatal(err)
+				}
+				r := bufio.NewReader(resp.BodyStream())
+				var first time.Time
+				chunks := 0
+				for {
+					line, err := r.ReadSlice('\n')
+					if len(line) > 6 && (bytes.Contains(line, []byte(`"content":"`)) || bytes.Contains(line, []byte(`"text_delta"`))) {
+						if chunks == 0 {
+							first = time.Now()
+						}
+						chunks++
+					}
+					if err != nil {
+						break
+					}
+				}
+				end := time.Now()
+				if chunks < 2 {
+					b.Fatalf("only %d content chunks", chunks)
+				}
+				ttft = append(ttft, first.Sub(t0))
+				perChunk = append(perChunk, end.Sub(first)/time.Duration(chunks-1))
+			}
+			for range 20 {
+				run()
+			}
+			ttft, perChunk = ttft[:0], perChunk[:0]
+			b.ResetTimer()
+			for b.Loop() {
+				run()
+			}
+			slices.Sort(ttft)
+			slices.Sort(perChunk)
+			b.ReportMetric(float64(ttft[len(ttft)/2].Microseconds()), "ttft-p50-µs")
+			b.ReportMetric(float64(perChunk[len(perChunk)/2].Nanoseconds())/1e3, "per-chunk-p50-µs")
 		})
 	}
 }

@@ -40,6 +40,16 @@ type Gateway struct {
 	// ReplayChunk is the size, in runes, of the text deltas used when a
 	// locally produced answer is streamed.
 	ReplayChunk int
+	// Heartbeat is the silence after which a stream gets an SSE comment
+	// (default 15 s).
+	Heartbeat time.Duration
+}
+
+func (g *Gateway) heartbeat() time.Duration {
+	if g.Heartbeat > 0 {
+		return g.Heartbeat
+	}
+	return 15 * time.Second
 }
 
 // Handle routes the API endpoints; it returns false for paths it does not own.

@@ -572,3 +572,38 @@ func TestCountTokens(t *testing.T) {
 		t.Fatalf("estimate: %d %v %s", r.status, r.header, r.body)
 	}
 }
+
+func TestStreamHeartbeatAndDisconnect(t *testing.T) {
+	fake := fakeupstream.New(fakeupstream.WithAPIKey(upKey))
+	t.Cleanup(fake.Close)
+	g := testgateway.Start(t, upstreamPipeline(fake, ""), testgateway.Options{
+		Env: map[string]string{"UP_KEY": upKey}, Heartbeat: 40 * time.Millisecond})
+
+	// A silent upstream: heartbeats flow, then the answer.
+	fake.Script(fakeupstream.Drip(150 * time.Millisecond))
+	r := post(t, g.URL, "/v1/chat/completions", `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"one two"}]}`)
+	if !strings.Contains(string(r.body), ": keep-alive\n\n") || !strings.Contains(string(r.body), "data: [DONE]") {
+		t.Fatalf("no heartbeat in a slow stream, or no end:\n%s", r.body)
+	}
+
+	// A client that goes away mid-stream: the gateway stops and says so.
+	fake.Script(fakeupstream.Drip(100 * time.Millisecond))
+	req, _ := http.NewRequest("POST", g.URL+"/v1/chat/completions", strings.NewReader(`{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"`+strings.Repeat("word ", 200)+`"}]}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "data: ") {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	resp.Body.Close() // hang up
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(g.LogLines.String(), "client went away mid-stream") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway did not notice the client leaving:\n%s", g.LogLines.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

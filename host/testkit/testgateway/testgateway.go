@@ -51,8 +51,9 @@ type Gateway struct {
 
 // Options tune Start.
 type Options struct {
-	Env     map[string]string // what credential references resolve against
-	Verbose bool              // log to stderr instead of a buffer
+	Env       map[string]string // what credential references resolve against
+	Verbose   bool              // log to stderr instead of a buffer
+	Heartbeat time.Duration     // stream heartbeat interval (default: the gateway's)
 }
 
 // Start writes pipelineTOML (without a [server] plugin_dir, which Start sets)
@@ -92,7 +93,8 @@ func Start(tb testing.TB, pipelineTOML string, opts Options) *Gateway {
 		tb.Fatal(err)
 	}
 	cfg := g.Manager.Peek().Config
-	gw := &gateway.Gateway{Pipelines: g.Manager, Upstream: upstream.New(30 * time.Second), Log: log, Timeout: 30 * time.Second}
+	gw := &gateway.Gateway{Pipelines: g.Manager, Upstream: upstream.New(30 * time.Second), Log: log,
+		Timeout: 30 * time.Second, Heartbeat: opts.Heartbeat}
 	g.Server = server.New(cfg.Server, gw, g.Metrics, log)
 	if err := g.Server.Listen("127.0.0.1:0"); err != nil {
 		tb.Fatal(err)
