@@ -60,18 +60,7 @@ func KindForType(typ string) string {
 // for an error that arrived inside a 200 stream.
 func DecodeErrorBody(status int, body []byte) *wire.Error {
 	typ, code, msg, ok := parseErrorBody(body)
-	kind := ""
-	if status >= 400 {
-		kind = KindForStatus(status)
-	}
-	if tk := KindForType(typ); tk != "" && (kind == "" || status >= 500 || kind == wire.ErrInvalidRequest && tk != wire.ErrInvalidRequest && tk != wire.ErrUpstream) {
-		kind = tk
-	} else if ck := KindForType(code); kind == "" && ck != "" {
-		kind = ck
-	}
-	if kind == "" {
-		kind = wire.ErrUpstream
-	}
+	kind := errorKind(status, KindForType(typ), KindForType(code))
 	if !ok {
 		if len(body) > 4*MaxUpstreamText {
 			body = body[:4*MaxUpstreamText]
@@ -94,6 +83,34 @@ func DecodeErrorBody(status int, body []byte) *wire.Error {
 		st = DefaultStatus(kind)
 	}
 	return &wire.Error{Status: int64(st), Kind: kind, Message: msg, Retryable: Retryable(kind, st)}
+}
+
+// errorKind picks the canonical kind from the HTTP status and what the body's
+// type and code say. The status decides, except where the body is more
+// precise: an error inside a 200 stream (status < 400), a 5xx that says
+// overloaded / timeout / rate limit, a 4xx the status alone would call
+// invalid_request.
+func errorKind(status int, byType, byCode string) string {
+	if status < 400 {
+		switch {
+		case byType != "":
+			return byType
+		case byCode != "":
+			return byCode
+		}
+		return wire.ErrUpstream
+	}
+	kind := KindForStatus(status)
+	switch {
+	case status >= 500:
+		switch byType {
+		case wire.ErrOverloaded, wire.ErrTimeout, wire.ErrRateLimit:
+			return byType
+		}
+	case kind == wire.ErrInvalidRequest && byType != "" && byType != wire.ErrUpstream:
+		return byType
+	}
+	return kind
 }
 
 // parseErrorBody extracts type, code and message from a JSON error body.

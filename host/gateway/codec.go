@@ -31,8 +31,13 @@ type streamDecoder interface {
 
 type openaiCodec struct{}
 
-func (openaiCodec) DecodeRequest(b []byte) (*wire.Request, error)   { return openai.DecodeRequest(b) }
-func (openaiCodec) EncodeRequest(r *wire.Request) ([]byte, error)   { return openai.EncodeRequest(r) }
+func (openaiCodec) DecodeRequest(b []byte) (*wire.Request, error) { return openai.DecodeRequest(b) }
+
+// EncodeRequest asks an OpenAI upstream for usage in streams: translated and
+// re-encoded streams need it for their own usage events (and billing).
+func (openaiCodec) EncodeRequest(r *wire.Request) ([]byte, error) {
+	return openai.EncodeRequestWith(r, openai.EncodeOptions{StreamUsage: r.Stream})
+}
 func (openaiCodec) DecodeResponse(b []byte) (*wire.Response, error) { return openai.DecodeResponse(b) }
 func (openaiCodec) EncodeResponse(r *wire.Response) ([]byte, error) { return openai.EncodeResponse(r) }
 func (openaiCodec) EncodeError(e *wire.Error) (int, []byte)         { return openai.EncodeError(e) }

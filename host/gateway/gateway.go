@@ -231,7 +231,16 @@ func (g *Gateway) upstreamBody(x *pipeline.Exchange, call *wire.UpstreamCall, ro
 			return x.Original, nil
 		}
 		x.Req.Model = route.Model
-		b, err := codecFor(call.BodyDialect).EncodeRequest(x.Req)
+		req := x.Req
+		if call.BodyDialect != x.Meta.Dialect && len(req.Extra) > 0 {
+			// Unknown top-level fields are the caller's dialect's: they mean
+			// nothing (or something else) to the other one.
+			cp := *req
+			cp.Extra = nil
+			req = &cp
+			x.Degraded = append(x.Degraded, "dropped-unknown-fields")
+		}
+		b, err := codecFor(call.BodyDialect).EncodeRequest(req)
 		if err != nil {
 			return nil, &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest,
 				Message: "the request cannot be expressed for provider " + route.Provider + ": " + err.Error()}

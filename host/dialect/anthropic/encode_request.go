@@ -168,17 +168,27 @@ func appendCache(b, cc []byte) ([]byte, error) {
 		return b, err
 	}
 	b = append(b, `,"cache_control":`...)
+	if jsonx.HasNewline(cc) { // keep stream events on one line
+		return jsonx.AppendCompact(b, cc), nil
+	}
 	return append(b, jsonx.TrimWS(cc)...), nil
 }
 
 // appendContent writes blocks as message (or system) content: a plain string
 // when it is a single text block without cache_control, else an array.
 func appendContent(b []byte, blocks []wire.Block) ([]byte, error) {
-	if len(blocks) == 1 && blocks[0].Type == wire.BlockText && blocks[0].CacheControl == nil {
-		return jsonx.AppendString(b, blocks[0].Text), nil
+	n, only := 0, -1
+	for i := range blocks {
+		if sendable(&blocks[i]) {
+			n++
+			only = i
+		}
+	}
+	if n == 1 && blocks[only].Type == wire.BlockText && blocks[only].CacheControl == nil {
+		return jsonx.AppendString(b, blocks[only].Text), nil
 	}
 	b = append(b, '[')
-	n := 0
+	n = 0
 	for i := range blocks {
 		bl := &blocks[i]
 		if !sendable(bl) {
@@ -299,10 +309,13 @@ func appendBlock(b []byte, bl *wire.Block, compact bool) ([]byte, error) {
 		b = append(b, '{')
 		b = raw(b, body)
 		if len(body) == 0 && bl.CacheControl != nil {
-			// appendCache writes a leading comma
+			// appendCache writes a leading comma, which {} cannot take
+			if err := checkRaw(bl.CacheControl); err != nil {
+				return b, err
+			}
 			b = append(b, `"cache_control":`...)
-			b = append(b, jsonx.TrimWS(bl.CacheControl)...)
-			return append(b, '}'), checkRaw(bl.CacheControl)
+			b = jsonx.AppendCompact(b, bl.CacheControl)
+			return append(b, '}'), nil
 		}
 	}
 	b, err := appendCache(b, bl.CacheControl)

@@ -134,9 +134,7 @@ func decodeSystem(req *wire.Request, val []byte) error {
 	switch jsonx.KindOf(val) {
 	case jsonx.String:
 		s, err := rq.Str("system", val)
-		if s != "" {
-			req.System = append(req.System, wire.Block{Type: wire.BlockText, Text: s})
-		}
+		req.System = append(req.System, wire.Block{Type: wire.BlockText, Text: s})
 		return err
 	case jsonx.Array:
 		return jsonx.ArrayEach(val, func(i int, raw []byte) error {

@@ -108,7 +108,7 @@ func TestRequestNormalization(t *testing.T) {
 			`{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]}`},
 		{"thinking without signature is not sent",
 			`{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":[{"type":"thinking","thinking":"x"},{"type":"text","text":"b"}]}]}`,
-			`{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":[{"type":"text","text":"b"}]}]}`},
+			`{"model":"m","max_tokens":5,"messages":[{"role":"assistant","content":"b"}]}`},
 		{"empty cache_control object block",
 			`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"x","cache_control":{"type":"ephemeral"}}]}]}`,
 			`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"x","cache_control":{"type":"ephemeral"}}]}]}`},
@@ -195,7 +195,9 @@ func TestEncodeRequestRejectsBadRaw(t *testing.T) {
 		func(r *wire.Request) { r.Tools = []wire.Tool{{Name: "f", Schema: []byte(`nope`)}} },
 		func(r *wire.Request) { r.Tools = []wire.Tool{{Name: "f", CacheControl: []byte(`{`)}} },
 		func(r *wire.Request) { r.Messages[0].Content[0].CacheControl = []byte(`}`) },
-		func(r *wire.Request) { r.Messages[0].Content[0] = wire.Block{Type: wire.BlockOther, Data: []byte(`[1]`)} },
+		func(r *wire.Request) {
+			r.Messages[0].Content[0] = wire.Block{Type: wire.BlockOther, Data: []byte(`[1]`)}
+		},
 		func(r *wire.Request) { r.Messages[0].Content[0] = wire.Block{Type: wire.BlockImage, Data: []byte(`{`)} },
 		func(r *wire.Request) {
 			r.Messages[0].Content[0] = wire.Block{Type: wire.BlockToolResult, Data: []byte(`[`)}

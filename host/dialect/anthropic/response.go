@@ -141,11 +141,21 @@ func EncodeResponse(resp *wire.Response) ([]byte, error) {
 const idAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 // NewID returns a fresh "msg_…" id for answers that have none.
-func NewID() string {
+func NewID() string { return randomID("msg_") }
+
+// toolID returns id, or a fresh "toolu_…" id when it is empty.
+func toolID(id string) string {
+	if id == "" {
+		return randomID("toolu_")
+	}
+	return id
+}
+
+func randomID(prefix string) string {
 	var r [24]byte
 	_, _ = rand.Read(r[:])
-	b := make([]byte, 0, 4+len(r))
-	b = append(b, "msg_"...)
+	b := make([]byte, 0, len(prefix)+len(r))
+	b = append(b, prefix...)
 	for _, c := range r {
 		b = append(b, idAlphabet[int(c)%len(idAlphabet)])
 	}

@@ -230,7 +230,7 @@ func appendStartBlock(b []byte, bl *wire.Block) []byte {
 		return append(b, '}')
 	case wire.BlockToolUse:
 		b = append(b, `{"type":"tool_use","id":`...)
-		b = jsonx.AppendString(b, bl.ID)
+		b = jsonx.AppendString(b, toolID(bl.ID))
 		b = append(b, `,"name":`...)
 		b = jsonx.AppendString(b, bl.Name)
 		return append(b, `,"input":{}}`...)

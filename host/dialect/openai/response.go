@@ -326,7 +326,7 @@ func EncodeResponse(resp *wire.Response) ([]byte, error) {
 				return nil, errNotJSON
 			}
 			b = append(b, `{"id":`...)
-			b = jsonx.AppendString(b, bl.ID)
+			b = jsonx.AppendString(b, toolID(bl.ID))
 			b = append(b, `,"type":"function","function":{"name":`...)
 			b = jsonx.AppendString(b, bl.Name)
 			b = append(b, `,"arguments":`...)
@@ -351,11 +351,22 @@ func EncodeResponse(resp *wire.Response) ([]byte, error) {
 const idAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 // NewID returns a fresh "chatcmpl-…" id for answers that have none.
-func NewID() string {
+func NewID() string { return randomID("chatcmpl-") }
+
+// toolID returns id, or a fresh "call_…" id when it is empty (the SDKs
+// reject tool calls without one).
+func toolID(id string) string {
+	if id == "" {
+		return randomID("call_")
+	}
+	return id
+}
+
+func randomID(prefix string) string {
 	var r [24]byte
 	_, _ = rand.Read(r[:])
-	b := make([]byte, 0, 9+len(r))
-	b = append(b, "chatcmpl-"...)
+	b := make([]byte, 0, len(prefix)+len(r))
+	b = append(b, prefix...)
 	for _, c := range r {
 		b = append(b, idAlphabet[int(c)%len(idAlphabet)])
 	}

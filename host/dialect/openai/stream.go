@@ -150,7 +150,7 @@ func (s *StreamEncoder) Encode(dst []byte, ev *wire.Event) []byte {
 		dst = append(dst, `{"tool_calls":[{"index":`...)
 		dst = strconv.AppendInt(dst, int64(slot.index), 10)
 		dst = append(dst, `,"id":`...)
-		dst = jsonx.AppendString(dst, ev.Block.ID)
+		dst = jsonx.AppendString(dst, toolID(ev.Block.ID))
 		dst = append(dst, `,"type":"function","function":{"name":`...)
 		dst = jsonx.AppendString(dst, ev.Block.Name)
 		dst = append(dst, `,"arguments":""}}]}`...)
@@ -198,11 +198,7 @@ func (s *StreamEncoder) Encode(dst []byte, ev *wire.Event) []byte {
 		}
 	case wire.EventMessageStop:
 		if !s.finished {
-			stop := ""
-			if len(s.tools) > 0 {
-				stop = wire.StopToolUse
-			}
-			dst = s.finish(dst, stop)
+			dst = s.finish(dst, "")
 		}
 		if s.includeUsage {
 			dst = append(dst, s.prefix...)
@@ -229,6 +225,9 @@ func (s *StreamEncoder) Encode(dst []byte, ev *wire.Event) []byte {
 
 func (s *StreamEncoder) finish(dst []byte, stop string) []byte {
 	s.finished = true
+	if stop == "" && len(s.tools) > 0 {
+		stop = wire.StopToolUse
+	}
 	dst = s.chunkHead(dst)
 	dst = append(dst, '{', '}')
 	return s.chunkTail(dst, FinishReason(stop))

@@ -66,12 +66,12 @@ func TestObjectEach(t *testing.T) {
 
 func TestUnquote(t *testing.T) {
 	for in, want := range map[string]string{
-		`"plain"`:               "plain",
+		`"plain"`:                "plain",
 		`"a\"b\\c\/d\b\f\n\r\t"`: "a\"b\\c/d\b\f\n\r\t",
-		`"\u00e9\ud83c\udf89"`:  "é🎉",
-		`"\ud83c"`:              "\uFFFD",
-		`"\udf89x"`:             "\uFFFDx",
-		`"\ud83c\u0041"`:        "\uFFFDA",
+		`"\u00e9\ud83c\udf89"`:   "é🎉",
+		`"\ud83c"`:               "\uFFFD",
+		`"\udf89x"`:              "\uFFFDx",
+		`"\ud83c\u0041"`:         "\uFFFDA",
 	} {
 		got, err := Unquote([]byte(in))
 		if err != nil || got != want {

@@ -489,7 +489,8 @@ func KindOf(v []byte) Kind {
 // IsNull reports whether v is the literal null.
 func IsNull(v []byte) bool { return KindOf(v) == Null }
 
-// Unquote decodes the raw JSON string v (with its quotes).
+// Unquote decodes the raw JSON string v (with its quotes). Invalid UTF-8
+// becomes U+FFFD, as with encoding/json.
 func Unquote(v []byte) (string, error) {
 	v = TrimWS(v)
 	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
@@ -497,13 +498,34 @@ func Unquote(v []byte) (string, error) {
 	}
 	body := v[1 : len(v)-1]
 	if bytes.IndexByte(body, '\\') < 0 {
-		return string(body), nil
+		if utf8.Valid(body) {
+			return string(body), nil
+		}
+		return string(fixUTF8(body)), nil
 	}
 	b, err := unescape(make([]byte, 0, len(body)), body)
 	if err != nil {
 		return "", err
 	}
+	if !utf8.Valid(b) {
+		b = fixUTF8(b)
+	}
 	return string(b), nil
+}
+
+// fixUTF8 replaces each invalid byte with U+FFFD, as encoding/json does.
+func fixUTF8(b []byte) []byte {
+	out := make([]byte, 0, len(b)+8)
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, b[i:i+size]...)
+		}
+		i += size
+	}
+	return out
 }
 
 // KeyString decodes a raw object key as handed out by [ObjectEach]. Keys

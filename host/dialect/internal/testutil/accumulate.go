@@ -146,6 +146,16 @@ type AnthropicMessage struct {
 // the wrong kind, tool input that is not valid JSON once complete, blocks
 // still open at message_delta, a missing message_delta or message_stop.
 func AccumulateAnthropic(t *testing.T, stream []byte) AnthropicMessage {
+	return accumulateAnthropic(t, stream, true)
+}
+
+// AccumulateAnthropicShape is AccumulateAnthropic without the check that
+// tool input is valid JSON (for streams whose content is arbitrary).
+func AccumulateAnthropicShape(t *testing.T, stream []byte) AnthropicMessage {
+	return accumulateAnthropic(t, stream, false)
+}
+
+func accumulateAnthropic(t *testing.T, stream []byte, checkJSON bool) AnthropicMessage {
 	t.Helper()
 	var m AnthropicMessage
 	m.Usage = map[string]any{}
@@ -156,11 +166,11 @@ func AccumulateAnthropic(t *testing.T, stream []byte) AnthropicMessage {
 			Type    string `json:"type"`
 			Index   *int   `json:"index"`
 			Message *struct {
-				ID      string             `json:"id"`
-				Type    string             `json:"type"`
-				Role    string             `json:"role"`
-				Model   string             `json:"model"`
-				Content []any              `json:"content"`
+				ID      string         `json:"id"`
+				Type    string         `json:"type"`
+				Role    string         `json:"role"`
+				Model   string         `json:"model"`
+				Content []any          `json:"content"`
 				Usage   map[string]any `json:"usage"`
 			} `json:"message"`
 			ContentBlock map[string]any `json:"content_block"`
@@ -264,7 +274,7 @@ func AccumulateAnthropic(t *testing.T, stream []byte) AnthropicMessage {
 				t.Fatalf("stop for a block that is not open: %s", ev.Data)
 			}
 			open[*e.Index] = false
-			if b := m.Content[*e.Index]; b.Type == "tool_use" {
+			if b := m.Content[*e.Index]; b.Type == "tool_use" && checkJSON {
 				in := b.Input
 				if in == "" {
 					in = "{}"
