@@ -103,6 +103,8 @@ type Plugin struct {
 	idle  chan *instance
 	slots chan struct{}
 
+	regex regexSets // compiled by the regex_compile host function
+
 	closed       atomic.Bool
 	closeOnce    sync.Once
 	runtimeFreed atomic.Bool

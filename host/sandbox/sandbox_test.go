@@ -2,6 +2,9 @@ package sandbox_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -87,8 +90,24 @@ func TestHostFunctions(t *testing.T) {
 				if got := res.Request.Messages[0].Content[0].Text; got != s.want {
 					t.Fatalf("step %d: text = %q, want %q", i, got, s.want)
 				}
-				if len(res.Headers) != 1 || res.Headers[0].Value != s.header {
+				h := map[string]string{}
+				for _, kv := range res.Headers {
+					h[kv.Key] = kv.Value
+				}
+				if h["X-Bardo-Hostcalls"] != s.header {
 					t.Fatalf("step %d: headers = %v", i, res.Headers)
+				}
+				// The shared space counts across tenants; the hash and the
+				// regex set run natively on the host.
+				if h["X-Bardo-Hostcalls-Shared"] != strconv.Itoa(i+1) {
+					t.Fatalf("step %d: shared count = %q", i, h["X-Bardo-Hostcalls-Shared"])
+				}
+				sum := sha256.Sum256([]byte(s.text))
+				if h["X-Bardo-Hostcalls-Hash"] != hex.EncodeToString(sum[:4]) {
+					t.Fatalf("step %d: hash = %q", i, h["X-Bardo-Hostcalls-Hash"])
+				}
+				if h["X-Bardo-Hostcalls-Matches"] != "0,0" {
+					t.Fatalf("step %d: matches = %q", i, h["X-Bardo-Hostcalls-Matches"])
 				}
 			}
 			ms.mu.Lock()
@@ -98,6 +117,20 @@ func TestHostFunctions(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestRegexSet(t *testing.T) {
+	p, _ := loadHostcalls(t, true)
+	res := onRequest(t, p, "t1", "call 555 0100 or mail ann@example.com, bob@test.org; ref 42")
+	for _, h := range res.Headers {
+		if h.Key == "X-Bardo-Hostcalls-Matches" {
+			if h.Value != "3,2" {
+				t.Fatalf("matches = %q, want 3 numbers and 2 addresses", h.Value)
+			}
+			return
+		}
+	}
+	t.Fatal("no matches header")
 }
 
 func TestMissingExportIsAPluginError(t *testing.T) {

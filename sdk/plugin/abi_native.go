@@ -3,6 +3,10 @@
 package plugin
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"regexp"
+	"strings"
 	"sync"
 	"time"
 )
@@ -17,6 +21,10 @@ type Host interface {
 	KVDelete(key string) error
 	Config() []byte
 	Metric(kind int, name string, v float64)
+	// Shared key/value space of the plugin, the same for every tenant.
+	KVGetShared(key string) ([]byte, bool)
+	KVPutShared(key string, val []byte, ttl time.Duration) error
+	KVDeleteShared(key string) error
 }
 
 var (
@@ -94,4 +102,67 @@ func hostMetric(kind uint32, name string, v float64) {
 	if h := currentHost(); h != nil {
 		h.Metric(int(kind), name, v)
 	}
+}
+
+func hostKVGetShared(key string) ([]byte, bool) {
+	if h := currentHost(); h != nil {
+		return h.KVGetShared(key)
+	}
+	return nil, false
+}
+
+func hostKVPutShared(key string, val []byte, ttlMs int64) error {
+	if h := currentHost(); h != nil {
+		return h.KVPutShared(key, val, time.Duration(ttlMs)*time.Millisecond)
+	}
+	return errNoHost
+}
+
+func hostKVDeleteShared(key string) error {
+	if h := currentHost(); h != nil {
+		return h.KVDeleteShared(key)
+	}
+	return errNoHost
+}
+
+// Natively the primitives run in-process: the same results the host gives.
+func hostSHA256(data []byte) [32]byte { return sha256.Sum256(data) }
+
+var (
+	nativeRegexMu sync.Mutex
+	nativeRegex   [][]*regexp.Regexp
+)
+
+func hostRegexCompile(patterns string) int32 {
+	var set []*regexp.Regexp
+	for _, p := range strings.Split(patterns, "\n") {
+		re, err := regexp.Compile(p)
+		if err != nil {
+			return -1
+		}
+		set = append(set, re)
+	}
+	nativeRegexMu.Lock()
+	defer nativeRegexMu.Unlock()
+	nativeRegex = append(nativeRegex, set)
+	return int32(len(nativeRegex) - 1)
+}
+
+func hostRegexFind(set int32, text string) ([]byte, bool) {
+	nativeRegexMu.Lock()
+	if set < 0 || int(set) >= len(nativeRegex) {
+		nativeRegexMu.Unlock()
+		return nil, false
+	}
+	res := nativeRegex[set]
+	nativeRegexMu.Unlock()
+	var out []byte
+	for i, re := range res {
+		for _, loc := range re.FindAllStringIndex(text, -1) {
+			out = binary.LittleEndian.AppendUint32(out, uint32(i))
+			out = binary.LittleEndian.AppendUint32(out, uint32(loc[0]))
+			out = binary.LittleEndian.AppendUint32(out, uint32(loc[1]))
+		}
+	}
+	return out, true
 }

@@ -96,6 +96,24 @@ func importConfig(buf unsafe.Pointer, bufCap uint32) int64
 //go:wasmimport bardo_v1 metric
 func importMetric(kind uint32, name unsafe.Pointer, nameLen uint32, value float64)
 
+//go:wasmimport bardo_v1 kv_get_shared
+func importKVGetShared(key unsafe.Pointer, keyLen uint32, buf unsafe.Pointer, bufCap uint32) int64
+
+//go:wasmimport bardo_v1 kv_put_shared
+func importKVPutShared(key unsafe.Pointer, keyLen uint32, val unsafe.Pointer, valLen uint32, ttlMs int64) int32
+
+//go:wasmimport bardo_v1 kv_delete_shared
+func importKVDeleteShared(key unsafe.Pointer, keyLen uint32) int32
+
+//go:wasmimport bardo_v1 hash
+func importHash(algo uint32, data unsafe.Pointer, dataLen uint32, out unsafe.Pointer) int32
+
+//go:wasmimport bardo_v1 regex_compile
+func importRegexCompile(patterns unsafe.Pointer, n uint32) int32
+
+//go:wasmimport bardo_v1 regex_find
+func importRegexFind(set int32, text unsafe.Pointer, textLen uint32, buf unsafe.Pointer, bufCap uint32) int64
+
 func strPtr(s string) unsafe.Pointer { return unsafe.Pointer(unsafe.StringData(s)) }
 
 func bytesPtr(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(b)) }
@@ -150,4 +168,39 @@ func hostConfig() []byte {
 
 func hostMetric(kind uint32, name string, v float64) {
 	importMetric(kind, strPtr(name), uint32(len(name)), v)
+}
+
+func hostKVGetShared(key string) ([]byte, bool) {
+	return readInto(func(buf []byte) int64 {
+		return importKVGetShared(strPtr(key), uint32(len(key)), bytesPtr(buf), uint32(len(buf)))
+	})
+}
+
+func hostKVPutShared(key string, val []byte, ttlMs int64) error {
+	if importKVPutShared(strPtr(key), uint32(len(key)), bytesPtr(val), uint32(len(val)), ttlMs) != 0 {
+		return errKV
+	}
+	return nil
+}
+
+func hostKVDeleteShared(key string) error {
+	if importKVDeleteShared(strPtr(key), uint32(len(key))) != 0 {
+		return errKV
+	}
+	return nil
+}
+
+func hostSHA256(data []byte) (sum [32]byte) {
+	importHash(0, bytesPtr(data), uint32(len(data)), unsafe.Pointer(&sum[0]))
+	return sum
+}
+
+func hostRegexCompile(patterns string) int32 {
+	return importRegexCompile(strPtr(patterns), uint32(len(patterns)))
+}
+
+func hostRegexFind(set int32, text string) ([]byte, bool) {
+	return readInto(func(buf []byte) int64 {
+		return importRegexFind(set, strPtr(text), uint32(len(text)), bytesPtr(buf), uint32(len(buf)))
+	})
 }

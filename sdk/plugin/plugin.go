@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/bardoinference/bardo/sdk/wire"
@@ -335,3 +336,74 @@ func GaugeSet(name string, v float64) { hostMetric(metricGauge, name, v) }
 func Observe(name string, v float64) { hostMetric(metricHistogram, name, v) }
 
 var errNoHost = errors.New("plugin: no host functions installed (natively, call plugin.SetHost or use plugintest)")
+
+// KVGetShared reads a key from this plugin's shared namespace, which every
+// tenant sees (for opt-in shared caches). Prefer KVGet: tenant isolation is
+// the safe default.
+func KVGetShared(key string) ([]byte, bool) { return hostKVGetShared(key) }
+
+// KVPutShared stores a value in this plugin's shared namespace.
+func KVPutShared(key string, value []byte, ttl time.Duration) error {
+	ms := ttl.Milliseconds()
+	if ttl > 0 && ms == 0 {
+		ms = 1
+	}
+	return hostKVPutShared(key, value, ms)
+}
+
+// KVDeleteShared removes a key from this plugin's shared namespace.
+func KVDeleteShared(key string) error { return hostKVDeleteShared(key) }
+
+// SHA256 hashes data on the host, natively (about 6× faster than the same
+// code inside wasm).
+func SHA256(data []byte) [32]byte { return hostSHA256(data) }
+
+// RegexSet is a compiled list of patterns matched natively by the host.
+type RegexSet struct{ id int32 }
+
+// Match is one match of a RegexSet: the pattern's index in the list and the
+// byte range in the text.
+type Match struct {
+	Pattern    int
+	Start, End int
+}
+
+// CompileRegexSet compiles patterns (RE2 syntax, within the subset
+// ECMAScript shares — no lookaround or backreferences — so the edge host
+// matches alike). Call it from Init. Patterns may not contain a raw newline.
+func CompileRegexSet(patterns []string) (*RegexSet, error) {
+	for _, p := range patterns {
+		if strings.Contains(p, "\n") {
+			return nil, fmt.Errorf("regex set: pattern %q contains a raw newline (write \\n)", p)
+		}
+	}
+	id := hostRegexCompile(strings.Join(patterns, "\n"))
+	if id < 0 {
+		return nil, errors.New("regex set: the host refused the patterns (see the host log)")
+	}
+	return &RegexSet{id: id}, nil
+}
+
+// FindAll returns every match of every pattern in text, grouped by pattern
+// in list order and in text order within a pattern. Matches of different
+// patterns may overlap; resolving that is the caller's policy.
+func (s *RegexSet) FindAll(text string) []Match {
+	b, ok := hostRegexFind(s.id, text)
+	if !ok || len(b) < 12 {
+		return nil
+	}
+	ms := make([]Match, len(b)/12)
+	for i := range ms {
+		o := i * 12
+		ms[i] = Match{
+			Pattern: int(leU32(b[o:])),
+			Start:   int(leU32(b[o+4:])),
+			End:     int(leU32(b[o+8:])),
+		}
+	}
+	return ms
+}
+
+func leU32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}

@@ -1,3 +1,5 @@
+//go:build !wasip1
+
 // Package plugintest runs a plugin's logic natively, in the test binary, with
 // in-memory host functions: plugin authors unit-test their layer or adapter
 // with `go test` and a debugger, no WASM involved. The same plugin is then
@@ -94,6 +96,17 @@ func (h *Host) KVDelete(key string) error {
 	delete(h.kv, key)
 	return nil
 }
+
+// KVGetShared implements plugin.Host.
+func (h *Host) KVGetShared(key string) ([]byte, bool) { return h.KVGet("\x00shared\x00" + key) }
+
+// KVPutShared implements plugin.Host.
+func (h *Host) KVPutShared(key string, val []byte, ttl time.Duration) error {
+	return h.KVPut("\x00shared\x00"+key, val, ttl)
+}
+
+// KVDeleteShared implements plugin.Host.
+func (h *Host) KVDeleteShared(key string) error { return h.KVDelete("\x00shared\x00" + key) }
 
 // Config implements plugin.Host.
 func (h *Host) Config() []byte { return h.config }

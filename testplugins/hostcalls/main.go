@@ -7,11 +7,17 @@
 //   - counts requests per tenant in kv ("count"), with a TTL,
 //   - appends the suffix and the count to the last user text block,
 //   - deletes kv key "count" when the text asks it to ("reset"),
+//   - panics (a trap) when the text says "trap!",
 //   - logs, reads the clock and bumps a counter metric,
-//   - adds an X-Bardo-Hostcalls header with the count.
+//   - adds an X-Bardo-Hostcalls header with the count,
+//   - counts requests across tenants in the shared kv ("X-Bardo-Hostcalls-Shared"),
+//   - hashes the text with the host's SHA-256 ("X-Bardo-Hostcalls-Hash", 8 hex digits),
+//   - counts matches of a host regex set for digits and e-mail addresses
+//     ("X-Bardo-Hostcalls-Matches": "<digits>,<emails>").
 package main
 
 import (
+	"encoding/hex"
 	"strconv"
 	"strings"
 	"time"
@@ -24,7 +30,10 @@ type config struct {
 	Suffix string `json:"suffix"`
 }
 
-var cfg config
+var (
+	cfg      config
+	patterns *plugin.RegexSet
+)
 
 func init() {
 	plugin.RegisterLayer(plugin.Layer{
@@ -35,6 +44,10 @@ func init() {
 		Writes:  wire.PartMessages,
 		Init: func() error {
 			cfg = config{Suffix: " [hostcalls]"}
+			var err error
+			if patterns, err = plugin.CompileRegexSet([]string{`[0-9]+`, `[a-z]+@[a-z]+\.[a-z]+`}); err != nil {
+				return err
+			}
 			return plugin.DecodeConfig(&cfg)
 		},
 		OnRequest: onRequest,
@@ -50,6 +63,10 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	if last == nil {
 		return nil
 	}
+	if strings.Contains(last.Text, "trap!") {
+		// Lets hosts' tests make a well-behaved plugin trap on demand.
+		panic("hostcalls: trap requested")
+	}
 	if strings.Contains(last.Text, "reset") {
 		if err := plugin.KVDelete("count"); err != nil {
 			return err
@@ -63,6 +80,24 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	if err := plugin.KVPut("count", []byte(strconv.Itoa(n)), time.Hour); err != nil {
 		return err
 	}
+	shared := 0
+	if v, ok := plugin.KVGetShared("count"); ok {
+		shared, _ = strconv.Atoi(string(v))
+	}
+	shared++
+	if err := plugin.KVPutShared("count", []byte(strconv.Itoa(shared)), time.Hour); err != nil {
+		return err
+	}
+	sum := plugin.SHA256([]byte(last.Text))
+	var counts [2]int
+	for _, m := range patterns.FindAll(last.Text) {
+		counts[m.Pattern]++
+	}
+	res.Headers = append(res.Headers,
+		wire.KV{Key: "X-Bardo-Hostcalls-Shared", Value: strconv.Itoa(shared)},
+		wire.KV{Key: "X-Bardo-Hostcalls-Hash", Value: hex.EncodeToString(sum[:4])},
+		wire.KV{Key: "X-Bardo-Hostcalls-Matches", Value: strconv.Itoa(counts[0]) + "," + strconv.Itoa(counts[1])})
+
 	last.Text += cfg.Suffix + " #" + strconv.Itoa(n)
 	plugin.CounterAdd("hostcalls_requests_total", 1)
 	plugin.Logf(plugin.LevelDebug, "tenant %q request %d", req.Meta.Tenant, n)

@@ -15,6 +15,7 @@
 // out of an export) is dropped; the next call gets a fresh, initialized instance.
 
 import * as wire from './wire.mjs';
+import { sha256 } from './sha256.mjs';
 
 /** The guest returned an error (status byte 0); the instance stays usable. */
 export class PluginError extends Error {
@@ -174,14 +175,17 @@ export class PluginHost {
   }
 
   // The namespaced key, or null (refused) when the key is not UTF-8 or the
-  // tenant holds the separator.
-  #key(bytes) {
+  // tenant holds the separator. shared: the plugin's space every tenant sees.
+  #key(bytes, shared = false) {
     const { tenant } = this.#ctx;
     let key;
     try { key = utf8Strict.decode(bytes); } catch { key = null; }
     if (key === null || tenant.includes('\0')) { this.#log('warn', 'kv: refused a key that is not UTF-8 or a tenant containing NUL'); return null; }
-    return `${this.name}\0${tenant}\0${key}`;
+    return shared ? `${this.name}\0*\0${key}` : `${this.name}\0${tenant}\0${key}`;
   }
+
+  // Compiled regex sets (regex_compile); ids are indexes.
+  #regexSets = [];
 
   #imports(live) {
     // A fresh view per access: memory.buffer changes when the guest grows memory.
@@ -193,26 +197,66 @@ export class PluginHost {
     const guarded = (what, fail, f) => { // a failing store is the store's problem, not a guest trap
       try { return f(); } catch (err) { this.#log('error', `${what}: ${err?.message ?? err}`); return fail; }
     };
+    const kvGet = (shared) => (kp, kl, bp, cap) => {
+      const key = this.#key(mem(kp, kl), shared);
+      if (key === null) return -1n;
+      const v = guarded('kv_get', undefined, () => this.kv.get(key));
+      return v == null ? -1n : copyOut(v, bp, cap);
+    };
+    const kvPut = (shared) => (kp, kl, vp, vl, ttlMs) => {
+      const key = this.#key(mem(kp, kl), shared);
+      if (key === null) return 1;
+      if (ttlMs < 0n) { this.#log('warn', `kv_put: negative ttl ${ttlMs}ms refused`); return 1; }
+      return guarded('kv_put', 1, () => { this.kv.put(key, mem(vp, vl).slice(), Number(ttlMs)); return 0; });
+    };
+    const kvDelete = (shared) => (kp, kl) => {
+      const key = this.#key(mem(kp, kl), shared);
+      if (key === null) return 1;
+      return guarded('kv_delete', 1, () => { this.kv.delete(key); return 0; });
+    };
     return {
+      kv_get_shared: kvGet(true),
+      kv_put_shared: kvPut(true),
+      kv_delete_shared: kvDelete(true),
+      hash: (algo, dp, dl, op) => {
+        if (algo !== 0) return 1;
+        mem(op, 32).set(sha256(mem(dp, dl)));
+        return 0;
+      },
+      regex_compile: (pp, pl) => {
+        try {
+          const res = utf8.decode(mem(pp, pl)).split('\n').map((p) => new RegExp(p, 'gu'));
+          this.#regexSets.push(res);
+          return this.#regexSets.length - 1;
+        } catch (err) {
+          this.#log('warn', `regex_compile refused: ${err?.message ?? err}`);
+          return -1;
+        }
+      },
+      regex_find: (id, tp, tl, bp, cap) => {
+        const set = this.#regexSets[id];
+        if (!set) return -1n;
+        const bytes = mem(tp, tl).slice();
+        const text = utf8.decode(bytes);
+        // JS indexes UTF-16 code units; the ABI speaks UTF-8 byte offsets.
+        const byteOffset = utf16ToUtf8Offsets(text);
+        const out = [];
+        set.forEach((re, i) => {
+          re.lastIndex = 0;
+          for (const m of text.matchAll(re)) {
+            out.push(i, byteOffset(m.index), byteOffset(m.index + m[0].length));
+          }
+        });
+        const buf = new Uint8Array(out.length * 4);
+        const dv = new DataView(buf.buffer);
+        out.forEach((v, j) => dv.setUint32(j * 4, v, true));
+        return copyOut(buf, bp, cap);
+      },
       log: (level, ptr, len) => this.#log(LOG_LEVELS[level >>> 0] ?? `level${level >>> 0}`, utf8.decode(mem(ptr, len))),
       clock_now: () => BigInt(this.clock()),
-      kv_get: (kp, kl, bp, cap) => {
-        const key = this.#key(mem(kp, kl));
-        if (key === null) return -1n;
-        const v = guarded('kv_get', undefined, () => this.kv.get(key));
-        return v == null ? -1n : copyOut(v, bp, cap);
-      },
-      kv_put: (kp, kl, vp, vl, ttlMs) => {
-        const key = this.#key(mem(kp, kl));
-        if (key === null) return 1;
-        if (ttlMs < 0n) { this.#log('warn', `kv_put: negative ttl ${ttlMs}ms refused`); return 1; }
-        return guarded('kv_put', 1, () => { this.kv.put(key, mem(vp, vl).slice(), Number(ttlMs)); return 0; });
-      },
-      kv_delete: (kp, kl) => {
-        const key = this.#key(mem(kp, kl));
-        if (key === null) return 1;
-        return guarded('kv_delete', 1, () => { this.kv.delete(key); return 0; });
-      },
+      kv_get: kvGet(false),
+      kv_put: kvPut(false),
+      kv_delete: kvDelete(false),
       config: (bp, cap) => copyOut(this.#config, bp, cap),
       metric: (kind, ptr, len, value) => this.metrics({
         plugin: this.name, tenant: this.#ctx.tenant,
@@ -220,6 +264,23 @@ export class PluginHost {
       }),
     };
   }
+}
+
+// utf16ToUtf8Offsets returns a function mapping a UTF-16 index of text to the
+// UTF-8 byte offset of the same position.
+function utf16ToUtf8Offsets(text) {
+  const map = new Uint32Array(text.length + 1);
+  let b = 0;
+  for (let i = 0; i < text.length; i++) {
+    map[i] = b;
+    const c = text.charCodeAt(i);
+    if (c < 0x80) b += 1;
+    else if (c < 0x800) b += 2;
+    else if (c >= 0xd800 && c <= 0xdbff) { b += 4; map[++i] = b; } // surrogate pair: 4 bytes
+    else b += 3;
+  }
+  map[text.length] = b;
+  return (i) => map[i];
 }
 
 /** Returns request with the parts the layer patched (within `writes`) replaced by result's. */

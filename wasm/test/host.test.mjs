@@ -98,7 +98,9 @@ test('keys are namespaced by plugin and tenant in the store', async () => {
   await host.onRequest(say('t1', 'hello'));
   await host.onRequest(say('t2', 'hello'));
   await host.onRequest(say('t2', 'hello'));
-  assert.deepEqual([...kv.map.keys()].sort(), ['hostcalls\0t1\0count', 'hostcalls\0t2\0count']);
+  // The shared space ("*") is the plugin's, across tenants.
+  assert.deepEqual([...kv.map.keys()].sort(), ['hostcalls\0*\0count', 'hostcalls\0t1\0count', 'hostcalls\0t2\0count']);
+  assert.equal(new TextDecoder().decode(kv.get('hostcalls\0*\0count')), '3');
   assert.equal(new TextDecoder().decode(kv.get('hostcalls\0t2\0count')), '2');
 });
 
@@ -202,22 +204,41 @@ test('refused KV operations surface as the guest\'s error, not a trap', async ()
   assert.equal(broken.host.instances, 1);
 });
 
+test('a lying input length is refused by the guest SDK, not trapped on', async () => {
+  const { host } = await makeHost();
+  const input = wire.LayerRequest.encode(say('t1', 'x'), wire.Part.Messages);
+  await assert.rejects(host.call('bardo_on_request', input, { tenant: 't1' }, { inputLen: 16 << 20 }),
+    (err) => err instanceof PluginError && /exceeds the buffer/.test(err.message));
+  assert.equal(host.instances, 1);
+});
+
+test('hash and regex sets run on the host; the shared kv spans tenants', async () => {
+  const { host } = await makeHost();
+  const text = 'call 555 0100 or mail ann@example.com, bob@test.org; ref 42 — ünï';
+  const res = await host.onRequest(say('t1', text));
+  const { createHash } = await import('node:crypto');
+  assert.equal(header(res, 'X-Bardo-Hostcalls-Hash'), createHash('sha256').update(text).digest('hex').slice(0, 8));
+  assert.equal(header(res, 'X-Bardo-Hostcalls-Matches'), '3,2');
+  assert.equal(header(res, 'X-Bardo-Hostcalls-Shared'), '1');
+  assert.equal(header(await host.onRequest(say('t2', 'x')), 'X-Bardo-Hostcalls-Shared'), '2');
+});
+
 test('trap: a guest panic drops the instance; the next call gets a fresh, initialized one', async () => {
   const t = await makeHost();
   const { host } = t;
   assert.equal(lastText(await host.onRequest(say('t1', 'x'))), 'x [edge] #1');
   assert.equal(host.instances, 1);
 
-  // Tell bardo_on_request the input is 16 MiB long while its buffer holds 16
-  // bytes: the guest slices its input buffer out of range and panics, which Go
-  // turns into a wasm `unreachable` trap.
+  // The plugin panics on "trap!", which Go turns into a wasm `unreachable`
+  // trap. (A lying input length no longer traps: the SDK refuses it.)
   const input = wire.LayerRequest.encode(say('t1', 'x'), wire.Part.Messages);
-  await assert.rejects(host.call('bardo_on_request', input, { tenant: 't1' }, { inputLen: 16 << 20 }), (err) => {
+  const trapInput = wire.LayerRequest.encode(say('t1', 'trap!'), wire.Part.Messages);
+  await assert.rejects(host.call('bardo_on_request', trapInput, { tenant: 't1' }), (err) => {
     assert.ok(err instanceof PluginTrap, err);
     assert.ok(err.cause instanceof WebAssembly.RuntimeError, `cause: ${err.cause}`);
     return true;
   });
-  assert.match(readFileSync(t.stderr, 'utf8'), /panic: runtime error: slice bounds out of range \[:16777216\]/);
+  assert.match(readFileSync(t.stderr, 'utf8'), /panic: hostcalls: trap requested/);
 
   // The next call runs on a new instance, initialized again (the suffix comes
   // from config read in Init), with the host-side KV intact.
@@ -228,7 +249,7 @@ test('trap: a guest panic drops the instance; the next call gets a fresh, initia
 
   // Two calls wait for the next instance; the first traps on it, the second
   // must notice and wait for yet another instance.
-  const trap = () => host.call('bardo_on_request', input, { tenant: 't1' }, { inputLen: 16 << 20 });
+  const trap = () => host.call('bardo_on_request', trapInput, { tenant: 't1' });
   await assert.rejects(trap(), PluginTrap); // no live instance now
   const [trapped, waiting] = await Promise.allSettled([trap(), host.call('bardo_on_request', input, { tenant: 't1' })]);
   assert.ok(trapped.reason instanceof PluginTrap);
