@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -31,9 +32,19 @@ func (g *Gateway) answerLocal(ctx *fasthttp.RequestCtx, rctx context.Context, p 
 			if werr != nil {
 				out = []wire.Event{{Type: wire.EventError, Error: werr}}
 			}
+			pace := replayPace(x.Meta.Annotations)
 			var buf []byte
 			for i := range out {
 				buf = enc.Encode(buf, &out[i])
+				// Paced replays flush per content delta, so a cached answer
+				// arrives the way a live one would.
+				if pace > 0 && out[i].Type == wire.EventDelta {
+					if _, err := w.Write(buf); err != nil || w.Flush() != nil {
+						return
+					}
+					buf = buf[:0]
+					time.Sleep(pace)
+				}
 			}
 			w.Write(buf)
 			w.Flush()
@@ -310,4 +321,23 @@ func ended(passthrough, sawEnd bool, dec streamDecoder) bool {
 // isEndMarker recognizes the last event of an OpenAI or Anthropic stream.
 func isEndMarker(ev wire.SSE) bool {
 	return ev.Event == "message_stop" || string(ev.Data) == "[DONE]"
+}
+
+// AnnotationReplayPace is the annotation a layer sets, with a number of
+// milliseconds, to have its answer replayed as a stream with that pause
+// between content chunks (L3 and L2 cache hits: ~30 ms by default).
+const AnnotationReplayPace = "bardo.replay.pace_ms"
+
+// replayPace reads the last replay pace annotation; at most one second.
+func replayPace(anns []wire.KV) time.Duration {
+	for i := len(anns) - 1; i >= 0; i-- {
+		if anns[i].Key == AnnotationReplayPace {
+			ms, err := strconv.Atoi(anns[i].Value)
+			if err != nil || ms <= 0 {
+				return 0
+			}
+			return time.Duration(min(ms, 1000)) * time.Millisecond
+		}
+	}
+	return 0
 }
