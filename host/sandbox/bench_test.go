@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,4 +72,34 @@ func (l latencies) report(b *testing.B) {
 	slices.Sort(l)
 	b.ReportMetric(float64(l[len(l)/2].Nanoseconds())/1e3, "p50-µs")
 	b.ReportMetric(float64(l[len(l)*99/100].Nanoseconds())/1e3, "p99-µs")
+}
+
+// BenchmarkInstantiate measures making one more instance of a plugin (what a
+// pool pays after a trap, or when it grows) and the linear memory an idle
+// instance holds.
+func BenchmarkInstantiate(b *testing.B) {
+	for _, pkg := range []string{"testplugins/noop", "plugins/providers/sim"} {
+		b.Run(pkg[strings.LastIndex(pkg, "/")+1:], func(b *testing.B) {
+			p, err := sandbox.Load(context.Background(), sandbox.Options{
+				Name: "x", Path: wasmbuild.MustBuild(b, pkg), Trusted: true, PoolSize: 1,
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			var lat latencies
+			for b.Loop() {
+				t0 := time.Now()
+				closeInstance, err := p.NewInstanceForTest(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				lat.add(time.Since(t0))
+				closeInstance()
+			}
+			lat.report(b)
+			_, mem := p.MemoryBytes()
+			b.ReportMetric(float64(mem)/(1<<20), "instance-MiB")
+		})
+	}
 }

@@ -1,5 +1,7 @@
 package sandbox
 
+import "context"
+
 // PoolState inspects the instance pool for tests. Call it only while no call
 // is in flight: it takes every idle instance out of the pool and puts it back.
 // idle is the number of instances waiting in the pool, closedIdle how many of
@@ -28,3 +30,13 @@ func (p *Plugin) PoolState() (idle, closedIdle, slots int) {
 // InFlight is the number of instances taken by calls in progress. Unlike
 // PoolState it does not touch the pool, so it is safe to poll during calls.
 func (p *Plugin) InFlight() int { return len(p.slots) - len(p.idle) }
+
+// NewInstanceForTest makes one more instance outside the pool's accounting
+// and returns a func that closes it; benchmarks time it.
+func (p *Plugin) NewInstanceForTest(ctx context.Context) (func(), error) {
+	in, err := p.instantiate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return func() { in.mod.Close(context.Background()) }, nil
+}

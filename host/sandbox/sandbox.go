@@ -512,3 +512,19 @@ func indexByte(b []byte, c byte) int {
 }
 
 var _ io.Writer = (*lineLogger)(nil)
+
+// MemoryBytes reports the linear memory of the idle instances (for metrics and
+// benchmarks); instances busy in a call are not counted.
+func (p *Plugin) MemoryBytes() (instances int, bytes uint64) {
+	for {
+		select {
+		case in := <-p.idle:
+			defer func() { p.idle <- in }()
+			instances++
+			bytes += uint64(in.mem.Size())
+			continue
+		default:
+		}
+		return instances, bytes
+	}
+}
