@@ -59,7 +59,7 @@ var (
 	}
 	commonKeys   = []string{"name", "plugin", "timeout", "memory", "pool", "trusted", "enabled", "config"}
 	layerKeys    = append([]string{"phases", "on_error"}, commonKeys...)
-	providerKeys = append([]string{"base_url", "credential", "models"}, commonKeys...)
+	providerKeys = append([]string{"base_url", "credential", "models", "failover"}, commonKeys...)
 	topKeys      = []string{"server", "layer", "provider"}
 )
 
@@ -365,6 +365,10 @@ func (c *checker) provider(p string, t map[string]any, pluginDir string) Provide
 		default:
 			pr.BaseURL = v
 		}
+	}
+	pr.Failover = true
+	if v, ok := c.boolean(t, p, "failover"); ok {
+		pr.Failover = v
 	}
 	if v, ok := c.str(t, p, "credential"); ok {
 		if ref, err := normalizeCredential(v, c.dir); err != nil {

@@ -150,6 +150,10 @@ type Provider struct {
 	BaseURL    string   // "" when not set
 	Credential string   // "" (none), "env:NAME" or "file:/absolute/path"
 	Models     []string // exact model ids or path.Match globs; empty = every model
+	// Failover: whether the provider may take over a request another
+	// provider failed (default true). The simulator sets it false: a real
+	// provider's outage must not turn into simulated answers.
+	Failover bool
 }
 
 // Serves reports whether the provider accepts requests for model: true when

@@ -158,6 +158,7 @@ func TestParseFull(t *testing.T) {
 				BaseURL:    "https://api.openai.com/v1",
 				Credential: "env:OPENAI_API_KEY",
 				Models:     []string{"gpt-4o", "gpt-4o-*"},
+				Failover:   true,
 			},
 			{
 				PluginSpec: PluginSpec{
@@ -171,6 +172,7 @@ func TestParseFull(t *testing.T) {
 					Line:    42,
 				},
 				Credential: "file:" + filepath.Join(dir, "secrets", "local.key"),
+				Failover:   true,
 			},
 		},
 	}

@@ -119,6 +119,7 @@ type streamer struct {
 	route     wire.Route
 	x         *pipeline.Exchange
 	resp      *upstream.Response
+	first     *wire.SSE // the stream's first event, read before committing
 	upDialect wire.Dialect
 
 	ctx     context.Context
@@ -272,6 +273,13 @@ func (s *streamer) pump() (<-chan upstreamEvent, func()) {
 	out := make(chan upstreamEvent, 8)
 	done := make(chan struct{})
 	go func() {
+		if s.first != nil {
+			select {
+			case out <- upstreamEvent{ev: *s.first}:
+			case <-done:
+				return
+			}
+		}
 		for {
 			ev, err := s.resp.Next()
 			select {

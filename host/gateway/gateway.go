@@ -28,6 +28,7 @@ const (
 	HeaderModel     = "X-Bardo-Model"
 	HeaderDegraded  = "X-Bardo-Degraded"
 	HeaderSession   = "X-Bardo-Session"
+	HeaderFallback  = "X-Bardo-Fallback"
 )
 
 // Gateway is the API handler.
@@ -43,6 +44,10 @@ type Gateway struct {
 	// Heartbeat is the silence after which a stream gets an SSE comment
 	// (default 15 s).
 	Heartbeat time.Duration
+	// MaxRetryAfter caps how long a 429's retry-after may make the gateway
+	// wait before retrying the same provider (default 2 s); longer waits
+	// fail over to the next provider instead.
+	MaxRetryAfter time.Duration
 }
 
 func (g *Gateway) heartbeat() time.Duration {
@@ -131,39 +136,100 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 		return
 	}
 
-	pr, route, werr := p.Route(x)
+	cands, werr := p.Candidates(x)
 	if werr != nil {
 		g.finishError(ctx, x, werr)
 		return
 	}
-	ctx.Response.Header.Set(HeaderProvider, route.Provider)
-	ctx.Response.Header.Set(HeaderModel, route.Model)
+	var (
+		tried   []string // "provider:status" of failed attempts, for X-Bardo-Fallback
+		lastErr *wire.Error
+	)
+	for _, pr := range cands {
+		route := wire.Route{Provider: pr.Spec.Name, Model: x.Req.Model, BaseURL: pr.Spec.BaseURL}
+		for try := 0; try < 2; try++ {
+			out := g.attempt(rctx, p, x, pr, route)
+			switch {
+			case out.local != nil:
+				setRoute(ctx, route, tried)
+				g.answerLocal(ctx, rctx, p, x, out.local)
+				return
+			case out.resp != nil && out.call.Stream:
+				setRoute(ctx, route, tried)
+				// The stream writer runs after serve returns; it owns the
+				// pipeline reference, the context and the upstream response
+				// from here on.
+				st := &streamer{g: g, p: p, pr: pr, route: route, x: x, resp: out.resp, first: out.first,
+					upDialect: out.call.ResponseDialect, ctx: rctx, cancel: cancel, release: release}
+				release, cancel = nil, nil
+				st.start(ctx)
+				return
+			case out.resp != nil:
+				setRoute(ctx, route, tried)
+				g.answerUpstream(ctx, rctx, p, pr, route, x, out.call, out.resp)
+				return
+			case !out.transient:
+				setRoute(ctx, route, tried)
+				g.finishError(ctx, x, out.err)
+				return
+			}
+			lastErr = out.err
+			tried = append(tried, route.Provider+":"+strconv.FormatInt(out.err.Status, 10))
+			g.Log.Warn("upstream attempt failed", "request_id", rid, "provider", route.Provider,
+				"try", try+1, "status", out.err.Status, "err", out.err.Message)
+			wait, again := g.retrySame(out)
+			if !again || try == 1 {
+				break // on to the next provider
+			}
+			if !sleepCtx(rctx, wait) {
+				break
+			}
+		}
+	}
+	// Every candidate failed: the caller gets the last failure, and the
+	// fallback header says what was tried. Nothing was charged.
+	if len(tried) > 0 {
+		ctx.Response.Header.Set(HeaderFallback, strings.Join(tried, ","))
+	}
+	g.finishError(ctx, x, lastErr)
+}
 
+// attemptOutcome is one try of one provider.
+type attemptOutcome struct {
+	local     *wire.Response     // answered by the adapter itself
+	call      *wire.UpstreamCall // what was sent
+	resp      *upstream.Response // a 2xx response (stream: primed with its first event)
+	first     *wire.SSE          // a stream's first event, already read
+	err       *wire.Error        // the failure
+	transient bool               // another try or provider may succeed
+}
+
+// attempt encodes the request for one provider and calls its upstream. A
+// stream's first event is read here, before the caller has seen a byte, so a
+// stream that fails at once is retried or failed over invisibly.
+func (g *Gateway) attempt(rctx context.Context, p *pipeline.Pipeline, x *pipeline.Exchange, pr *pipeline.Provider, route wire.Route) attemptOutcome {
 	er, werr := p.Encode(rctx, x, pr, route)
 	if werr != nil {
-		g.finishError(ctx, x, werr)
-		return
+		return attemptOutcome{err: werr, transient: werr.Retryable}
 	}
 	if er.Local != nil {
 		if er.Local.Model == "" {
 			er.Local.Model = route.Model
 		}
-		g.answerLocal(ctx, rctx, p, x, er.Local)
-		return
+		return attemptOutcome{local: er.Local}
 	}
 	call := er.Call
-	upBody, werr := g.upstreamBody(x, call, route)
+	body, werr := g.upstreamBody(x, call, route)
 	if werr != nil {
-		g.finishError(ctx, x, werr)
-		return
+		return attemptOutcome{err: werr}
 	}
 	pr.ExpandCredential(call.Headers)
 	resp, err := g.Upstream.Do(rctx, &upstream.Request{
-		Method: call.Method, URL: call.URL, Headers: dropUnexpanded(call.Headers), Body: upBody, Stream: call.Stream,
+		Method: call.Method, URL: call.URL, Headers: dropUnexpanded(call.Headers), Body: body, Stream: call.Stream,
 	})
 	if err != nil {
-		g.finishError(ctx, x, upstreamFailure(route.Provider, err))
-		return
+		werr := upstreamFailure(route.Provider, err)
+		return attemptOutcome{err: werr, transient: true}
 	}
 	if resp.Status/100 != 2 {
 		resp.Close()
@@ -171,19 +237,70 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 		if werr == nil {
 			werr = &wire.Error{Status: 502, Kind: wire.ErrUpstream, Message: "upstream " + route.Provider + " failed"}
 		}
-		g.finishError(ctx, x, werr)
-		return
+		// Failures of the upstream (rate limits, 5xx, refused gateway
+		// credentials) may pass on another provider; a request the
+		// upstream found invalid will not.
+		transient := werr.Retryable || werr.Status >= 500 || werr.Status == 429 || werr.Status == 408
+		return attemptOutcome{err: werr, transient: transient}
 	}
-	if call.Stream {
-		// The stream writer runs after serve returns; it owns the pipeline
-		// reference, the context and the upstream response from here on.
-		s := &streamer{g: g, p: p, pr: pr, route: route, x: x, resp: resp, upDialect: call.ResponseDialect,
-			ctx: rctx, cancel: cancel, release: release}
-		release, cancel = nil, nil
-		s.start(ctx)
-		return
+	if !call.Stream {
+		return attemptOutcome{call: call, resp: resp}
 	}
-	g.answerUpstream(ctx, rctx, p, pr, route, x, call, resp)
+	first, err := resp.Next()
+	if err != nil {
+		resp.Abort()
+		return attemptOutcome{transient: true, err: &wire.Error{Status: 502, Kind: wire.ErrUpstream, Retryable: true,
+			Message: "upstream " + route.Provider + " stream ended before its first event"}}
+	}
+	return attemptOutcome{call: call, resp: resp, first: &first}
+}
+
+// retrySame says whether a failed attempt is worth one more try on the same
+// provider, and after how long: connection failures and 5xx at once, a 429
+// after its retry-after when that is within MaxRetryAfter.
+func (g *Gateway) retrySame(out attemptOutcome) (time.Duration, bool) {
+	e := out.err
+	switch {
+	case e.Status == 429 || e.Kind == wire.ErrRateLimit:
+		wait := time.Duration(e.RetryAfterMs) * time.Millisecond
+		return wait, wait <= g.maxRetryAfter()
+	case e.Kind == wire.ErrTimeout:
+		return 0, false // the time is spent; try elsewhere
+	case e.Retryable:
+		return 0, true
+	}
+	return 0, false
+}
+
+func (g *Gateway) maxRetryAfter() time.Duration {
+	if g.MaxRetryAfter > 0 {
+		return g.MaxRetryAfter
+	}
+	return 2 * time.Second
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// setRoute writes the provider/model headers and, after failed attempts, the
+// fallback header naming them.
+func setRoute(ctx *fasthttp.RequestCtx, route wire.Route, tried []string) {
+	ctx.Response.Header.Set(HeaderProvider, route.Provider)
+	ctx.Response.Header.Set(HeaderModel, route.Model)
+	if len(tried) > 0 {
+		ctx.Response.Header.Set(HeaderFallback, strings.Join(tried, ","))
+	}
 }
 
 func newExchange(ctx *fasthttp.RequestCtx, rid string, d wire.Dialect, req *wire.Request, body []byte) *pipeline.Exchange {

@@ -47,6 +47,7 @@ trusted = true
 name = "sim"
 plugin = "sim.wasm"
 models = ["*"]
+failover = false
 trusted = true
 `
 }
@@ -298,9 +299,9 @@ func TestUpstreamErrorsInCallerDialect(t *testing.T) {
 		t.Fatalf("openai error = %v", e)
 	}
 
-	fake.Script(fakeupstream.Fail(500))
+	fake.Script(fakeupstream.Fail(500), fakeupstream.Fail(500)) // the first try and its retry
 	r = post(t, g.URL, "/v1/messages", `{"model":"gpt-4o","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`)
-	if r.status != 502 {
+	if r.status != 502 || r.header.Get("X-Bardo-Fallback") != "up:502,up:502" {
 		t.Fatalf("status %d: %s", r.status, r.body)
 	}
 	m := decode(t, r.body)
@@ -605,5 +606,83 @@ func TestStreamHeartbeatAndDisconnect(t *testing.T) {
 			t.Fatalf("the gateway did not notice the client leaving:\n%s", g.LogLines.String())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Failover: a transient failure is retried once on the same provider, then
+// the next provider serving the model takes over; a stream that fails before
+// its first byte fails over invisibly; the simulator never takes over a real
+// provider's request.
+func TestFailover(t *testing.T) {
+	primary := fakeupstream.New(fakeupstream.WithAPIKey(upKey))
+	backup := fakeupstream.New(fakeupstream.WithAPIKey(upKey))
+	t.Cleanup(primary.Close)
+	t.Cleanup(backup.Close)
+	cfg := `
+[[provider]]
+name = "primary"
+plugin = "openai-compatible.wasm"
+base_url = "` + primary.URL() + `/v1"
+credential = "env:UP_KEY"
+models = ["gpt-*"]
+trusted = true
+
+[[provider]]
+name = "backup"
+plugin = "openai-compatible.wasm"
+base_url = "` + backup.URL() + `/v1"
+credential = "env:UP_KEY"
+models = ["gpt-*"]
+trusted = true
+` + simOnly
+	g := testgateway.Start(t, strings.Replace(cfg, `models = ["*"]`, `models = ["*"]`+"\nfailover = false", 1), testgateway.Options{Env: map[string]string{"UP_KEY": upKey}})
+	body := `{"model":"gpt-4o","messages":[{"role":"user","content":"hello"}]}`
+
+	// One 503: the retry on the same provider answers.
+	primary.Script(fakeupstream.Fail(503))
+	r := post(t, g.URL, "/v1/chat/completions", body)
+	if r.status != 200 || r.header.Get("X-Bardo-Provider") != "primary" || r.header.Get("X-Bardo-Fallback") != "primary:502" {
+		t.Fatalf("retry: %d %q %q %s", r.status, r.header.Get("X-Bardo-Provider"), r.header.Get("X-Bardo-Fallback"), r.body)
+	}
+
+	// Two 500s: the backup answers.
+	primary.Script(fakeupstream.Fail(500), fakeupstream.Fail(500))
+	before := backup.Count("/v1/chat/completions")
+	r = post(t, g.URL, "/v1/chat/completions", body)
+	if r.status != 200 || r.header.Get("X-Bardo-Provider") != "backup" || backup.Count("/v1/chat/completions") != before+1 {
+		t.Fatalf("failover: %d %q %s", r.status, r.header.Get("X-Bardo-Provider"), r.body)
+	}
+
+	// A 429 with a long retry-after is not waited for: straight to the backup.
+	primary.Script(fakeupstream.RateLimited(30))
+	t0 := time.Now()
+	r = post(t, g.URL, "/v1/chat/completions", body)
+	if r.status != 200 || r.header.Get("X-Bardo-Provider") != "backup" || time.Since(t0) > 5*time.Second {
+		t.Fatalf("429 failover: %d %q after %v", r.status, r.header.Get("X-Bardo-Provider"), time.Since(t0))
+	}
+
+	// A stream cut before its first event, twice: the caller sees one clean
+	// stream from the backup.
+	primary.Script(fakeupstream.CutAfter(0), fakeupstream.CutAfter(0))
+	r = post(t, g.URL, "/v1/chat/completions", `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"one two three"}]}`)
+	evs := sseEvents(t, r.body)
+	if r.header.Get("X-Bardo-Provider") != "backup" || len(evs) == 0 || evs[len(evs)-1][1] != "[DONE]" || strings.Contains(string(r.body), `"error"`) {
+		t.Fatalf("invisible stream failover: %q\n%s", r.header.Get("X-Bardo-Provider"), r.body)
+	}
+
+	// Both down: a clear error naming what was tried; never the simulator.
+	primary.Script(fakeupstream.Fail(500), fakeupstream.Fail(500))
+	backup.Script(fakeupstream.Fail(502), fakeupstream.Fail(502))
+	r = post(t, g.URL, "/v1/chat/completions", body)
+	if r.status != 502 || r.header.Get("X-Bardo-Fallback") != "primary:502,primary:502,backup:502,backup:502" || strings.Contains(string(r.body), "bardo sim") {
+		t.Fatalf("all down: %d %q %s", r.status, r.header.Get("X-Bardo-Fallback"), r.body)
+	}
+
+	// A request the upstream finds invalid is not retried or failed over.
+	primary.Script(fakeupstream.Fail(400))
+	before = backup.Count("/v1/chat/completions")
+	r = post(t, g.URL, "/v1/chat/completions", body)
+	if r.status != 400 || backup.Count("/v1/chat/completions") != before {
+		t.Fatalf("400: %d %s", r.status, r.body)
 	}
 }

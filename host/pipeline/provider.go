@@ -9,12 +9,14 @@ import (
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
-// Route picks the provider for the request: the first enabled provider, in
-// pipeline.toml order, that serves the requested model. (Intent resolution
-// replaces this first-match rule in a later step; the order stays the
-// operator's statement of preference.)
-func (p *Pipeline) Route(x *Exchange) (*Provider, wire.Route, *wire.Error) {
+// Candidates returns the providers that may serve the request, in
+// pipeline.toml order: every enabled provider whose models match (after the
+// first, only those that accept failover). The
+// gateway tries them in turn (failover). Intent resolution will refine the
+// order; the file order stays the operator's statement of preference.
+func (p *Pipeline) Candidates(x *Exchange) ([]*Provider, *wire.Error) {
 	model := x.Req.Model
+	var out []*Provider
 	var disabled []string
 	for _, pr := range p.Providers {
 		if !pr.Spec.Serves(model) {
@@ -24,13 +26,29 @@ func (p *Pipeline) Route(x *Exchange) (*Provider, wire.Route, *wire.Error) {
 			disabled = append(disabled, pr.Spec.Name)
 			continue
 		}
-		return pr, wire.Route{Provider: pr.Spec.Name, Model: model, BaseURL: pr.Spec.BaseURL}, nil
+		if len(out) > 0 && !pr.Spec.Failover {
+			continue // serves only as a first choice
+		}
+		out = append(out, pr)
+	}
+	if len(out) > 0 {
+		return out, nil
 	}
 	msg := fmt.Sprintf("no configured provider serves model %q", model)
 	if len(disabled) > 0 {
 		msg += fmt.Sprintf(" (providers %s would, but have no credentials configured)", strings.Join(disabled, ", "))
 	}
-	return nil, wire.Route{}, &wire.Error{Status: 404, Kind: wire.ErrNotFound, Message: msg}
+	return nil, &wire.Error{Status: 404, Kind: wire.ErrNotFound, Message: msg}
+}
+
+// Route picks the first candidate (see Candidates).
+func (p *Pipeline) Route(x *Exchange) (*Provider, wire.Route, *wire.Error) {
+	cands, werr := p.Candidates(x)
+	if werr != nil {
+		return nil, wire.Route{}, werr
+	}
+	pr := cands[0]
+	return pr, wire.Route{Provider: pr.Spec.Name, Model: x.Req.Model, BaseURL: pr.Spec.BaseURL}, nil
 }
 
 // EnabledProviders names the providers that can serve requests, so the

