@@ -57,8 +57,9 @@ fuzz:
 		done; \
 	done
 
+# The numbers in docs/performance.md: every benchmark, side by side in one run.
 bench: plugins
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) test -run '^$$' -bench . -benchmem ./... | tee $(BUILD)/bench.txt
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
