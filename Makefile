@@ -13,7 +13,7 @@ WASM_FLAGS  := -buildmode=c-shared -trimpath -ldflags=-s
 PLUGIN_PKGS := $(wildcard plugins/layers/*/main.go plugins/providers/*/main.go testplugins/*/main.go)
 GO_SOURCES  := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null) go.mod go.sum sdk/go.mod
 
-.PHONY: all run build plugins test test-go test-node fuzz bench lint clean deps
+.PHONY: all run build plugins test test-go test-node sdk-test-deps fuzz bench lint clean deps
 
 all: build plugins
 
@@ -40,7 +40,12 @@ run: build plugins
 
 test: lint plugins test-go test-node fuzz
 
-test-go:
+# The node judges (official npm SDKs against the running gateway) need their
+# pinned packages; TestNodeSDKs fails without them.
+sdk-test-deps:
+	npm ci --prefix wasm/sdk-test --no-audit --no-fund
+
+test-go: sdk-test-deps
 	$(GO) test -count=1 ./...
 	cd sdk && $(GO) test -count=1 ./...
 

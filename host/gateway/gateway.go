@@ -8,8 +8,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"log/slog"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -351,11 +353,14 @@ func (g *Gateway) upstreamBody(x *pipeline.Exchange, call *wire.UpstreamCall, ro
 		req := x.Req
 		if call.BodyDialect != x.Meta.Dialect && len(req.Extra) > 0 {
 			// Unknown top-level fields are the caller's dialect's: they mean
-			// nothing (or something else) to the other one.
+			// nothing (or something else) to the other one. Say which were
+			// dropped, except those the translation honours itself.
 			cp := *req
 			cp.Extra = nil
 			req = &cp
-			x.Degraded = append(x.Degraded, "dropped-unknown-fields")
+			if dropped := droppedFields(x.Req.Extra); dropped != "" {
+				x.Degraded = append(x.Degraded, "dropped-fields:"+dropped)
+			}
 		}
 		b, err := codecFor(call.BodyDialect).EncodeRequest(req)
 		if err != nil {
@@ -410,4 +415,24 @@ func WriteError(ctx *fasthttp.RequestCtx, d wire.Dialect, e *wire.Error) {
 	ctx.SetStatusCode(status)
 	ctx.SetContentType("application/json")
 	ctx.SetBody(body)
+}
+
+// translatedExtras are caller fields the cross-dialect translation honours on
+// its own (stream_options.include_usage shapes the caller's stream).
+var translatedExtras = map[string]bool{"stream_options": true}
+
+// droppedFields names the top-level fields of extra that a translation drops.
+func droppedFields(extra []byte) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(extra, &m) != nil {
+		return "unknown"
+	}
+	var names []string
+	for k := range m {
+		if !translatedExtras[k] {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	return strings.Join(names, ",")
 }

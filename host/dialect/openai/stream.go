@@ -49,6 +49,7 @@ type StreamEncoder struct {
 
 	includeUsage bool
 	started      bool
+	roleSent     bool // the first chunk, with the role, went out
 	finished     bool // finish_reason written
 	done         bool
 	usage        wire.Usage
@@ -127,14 +128,21 @@ func (s *StreamEncoder) Encode(dst []byte, ev *wire.Event) []byte {
 		if ev.Type == wire.EventMessageStart {
 			s.start(ev.ID, ev.Model)
 			mergeUsage(&s.usage, &ev.Usage)
-		} else {
-			s.start("", "")
-		}
-		dst = s.chunkHead(dst)
-		dst = append(dst, `{"role":"assistant","content":""}`...)
-		dst = s.chunkTail(dst, "")
-		if ev.Type == wire.EventMessageStart {
+			// The role chunk waits for the first content: OpenAI opens a
+			// tool-only answer with "content":null beside its first tool
+			// call, a text answer with "content":"" (SDK accumulators tell
+			// the two apart).
 			return dst
+		}
+		s.start("", "")
+	}
+	if !s.roleSent && s.started && ev.Type != wire.EventError && ev.Type != wire.EventPing && ev.Type != wire.EventMessageStart {
+		toolFirst := ev.Type == wire.EventBlockStart && ev.Block.Type == wire.BlockToolUse && !s.finished
+		if !toolFirst {
+			s.roleSent = true
+			dst = s.chunkHead(dst)
+			dst = append(dst, `{"role":"assistant","content":""}`...)
+			dst = s.chunkTail(dst, "")
 		}
 	}
 	switch ev.Type {
@@ -147,7 +155,12 @@ func (s *StreamEncoder) Encode(dst []byte, ev *wire.Event) []byte {
 		slot := toolSlot{block: ev.Index, index: len(s.tools)}
 		s.tools = append(s.tools, slot)
 		dst = s.chunkHead(dst)
-		dst = append(dst, `{"tool_calls":[{"index":`...)
+		if !s.roleSent {
+			s.roleSent = true
+			dst = append(dst, `{"role":"assistant","content":null,"tool_calls":[{"index":`...)
+		} else {
+			dst = append(dst, `{"tool_calls":[{"index":`...)
+		}
 		dst = strconv.AppendInt(dst, int64(slot.index), 10)
 		dst = append(dst, `,"id":`...)
 		dst = jsonx.AppendString(dst, toolID(ev.Block.ID))

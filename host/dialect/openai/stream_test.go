@@ -107,8 +107,9 @@ func TestStreamEncodeRepairsAndErrors(t *testing.T) {
 		{Type: wire.EventError, Error: &wire.Error{Kind: wire.ErrOverloaded, Message: "Overloaded"}},
 		{Type: wire.EventMessageStop},
 	}))
-	want := `data: {"id":"x","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"usage":null}` + "\n\n" +
-		`data: {"error":{"message":"Overloaded","type":"server_error","param":null,"code":null}}` + "\n\n"
+	// The role chunk waits for content, so an error right after the start
+	// is the whole stream.
+	want := `data: {"error":{"message":"Overloaded","type":"server_error","param":null,"code":null}}` + "\n\n"
 	if got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
@@ -233,5 +234,27 @@ func TestStreamDecodeEncodeAccumulates(t *testing.T) {
 	acc = testutil.AccumulateOpenAI(t, encodeAll(NewStreamEncoder(false), toolStreamEvents()))
 	if len(acc.Tools) != 2 || acc.Tools[0].Args != `{"city":"Paris"}` || acc.Usage != nil {
 		t.Errorf("accumulated %+v", acc)
+	}
+}
+
+// A tool-only answer opens the way OpenAI opens one: role, "content":null and
+// the first tool call in one chunk (openai-go's accumulator reports a content
+// part otherwise).
+func TestStreamToolOnlyOpensWithNullContent(t *testing.T) {
+	s := NewStreamEncoder(false)
+	got := string(encodeAll(s, []wire.Event{
+		{Type: wire.EventMessageStart, ID: "x", Model: "m"},
+		{Type: wire.EventBlockStart, Index: 0, Block: wire.Block{Type: wire.BlockToolUse, ID: "call_1", Name: "f"}},
+		{Type: wire.EventDelta, Index: 0, Delta: wire.DeltaInputJSON, Text: `{"a":1}`},
+		{Type: wire.EventBlockStop, Index: 0},
+		{Type: wire.EventMessageDelta, StopReason: wire.StopToolUse},
+		{Type: wire.EventMessageStop},
+	}))
+	first := got[:strings.Index(got, "\n\n")]
+	if !strings.Contains(first, `"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":""}}]}`) {
+		t.Fatalf("first chunk:\n%s", first)
+	}
+	if strings.Count(got, `"role"`) != 1 {
+		t.Fatalf("role sent more than once:\n%s", got)
 	}
 }

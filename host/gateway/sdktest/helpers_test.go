@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
-	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -114,7 +113,7 @@ type upstream struct {
 
 var (
 	openaiUp    = upstream{"openai-upstream", "gpt-4o", "up", "/v1/chat/completions"}
-	anthropicUp = upstream{"anthropic-upstream", "claude-sonnet-4-5", "claude", "/v1/messages"}
+	anthropicUp = upstream{"anthropic-upstream", "claude-sonnet-5-5", "claude", "/v1/messages"}
 	upstreams   = []upstream{openaiUp, anthropicUp}
 )
 
@@ -249,17 +248,4 @@ func anthropicText(t *testing.T, v any) string {
 		}
 	}
 	return out
-}
-
-// knownBug ends a test that found a known, reported gateway or codec bug:
-// skipped with the bug's description (a TODO for whoever fixes it), or failed
-// when BARDO_SDKTEST_STRICT is set. Call it after every other check, so that
-// the rest of the test still judges.
-func knownBug(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("BARDO_SDKTEST_STRICT") != "" {
-		t.Errorf("known bug: "+format, args...)
-		return
-	}
-	t.Skipf("TODO(known bug, run with BARDO_SDKTEST_STRICT=1 to fail): "+format, args...)
 }

@@ -290,11 +290,9 @@ func TestOpenAIClientToolCallStream(t *testing.T) {
 			jsonEqual(t, "accumulated tool call arguments", tc.Function.Arguments, wantArgs)
 			checkOAUsage(t, acc.Usage, tokens(prompt), tokens("get_weather"+string(wantArgs)))
 			checkUpstreamTools(t, e.lastUpstream(t, u), u)
-			// Last, so that every other check of this cell still runs.
+			// A tool-only answer must not report a (empty) content part.
 			if len(contents) != 0 {
-				knownBug(t, "JustFinishedContent reported %q for a tool-only answer: the gateway's OpenAI stream "+
-					"encoder (host/dialect/openai/stream.go, StreamEncoder.Encode) opens every stream with "+
-					`{"role":"assistant","content":""}; OpenAI sends "content":null when the answer has no text`, contents)
+				t.Errorf("JustFinishedContent reported %q for a tool-only answer", contents)
 			}
 		})
 	}
@@ -481,6 +479,42 @@ func TestOpenAIClientReasoning(t *testing.T) {
 			var reasoning string
 			if err := json.Unmarshal([]byte(f.Raw()), &reasoning); err != nil || reasoning != "Thinking about: "+prompt {
 				t.Errorf("reasoning_content = %s, want %q", f.Raw(), "Thinking about: "+prompt)
+			}
+		})
+		t.Run(u.name+"/stream", func(t *testing.T) {
+			const prompt = "think while streaming fake:thinking"
+			stream := e.oa.Chat.Completions.NewStreaming(ctx(t), openai.ChatCompletionNewParams{
+				Model:    u.model,
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(prompt)},
+			})
+			defer stream.Close()
+			var acc openai.ChatCompletionAccumulator
+			var reasoning string
+			for stream.Next() {
+				chunk := stream.Current()
+				acc.AddChunk(chunk)
+				if len(chunk.Choices) == 0 {
+					continue
+				}
+				if f, ok := chunk.Choices[0].Delta.JSON.ExtraFields["reasoning_content"]; ok {
+					var piece string
+					if err := json.Unmarshal([]byte(f.Raw()), &piece); err != nil {
+						t.Fatalf("reasoning_content delta %s: %v", f.Raw(), err)
+					}
+					if acc.Choices[0].Message.Content != "" {
+						t.Errorf("reasoning after the answer's text began")
+					}
+					reasoning += piece
+				}
+			}
+			if err := stream.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if reasoning != "Thinking about: "+prompt {
+				t.Errorf("streamed reasoning_content = %q, want %q", reasoning, "Thinking about: "+prompt)
+			}
+			if len(acc.Choices) != 1 || acc.Choices[0].Message.Content != "echo: "+prompt || acc.Choices[0].FinishReason != "stop" {
+				t.Errorf("accumulated %+v", acc.Choices)
 			}
 		})
 	}
