@@ -143,12 +143,15 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 		g.finishError(ctx, x, werr)
 		return
 	}
+	cands = preferred(cands, x.Meta.Annotations)
 	var (
 		tried   []string // "provider:status" of failed attempts, for X-Bardo-Fallback
 		lastErr *wire.Error
 	)
 	for _, pr := range cands {
 		route := wire.Route{Provider: pr.Spec.Name, Model: x.Req.Model, BaseURL: pr.Spec.BaseURL}
+		x.Meta.Annotations = setAnnotation(x.Meta.Annotations, AnnotationProvider, route.Provider)
+		x.Meta.Annotations = setAnnotation(x.Meta.Annotations, AnnotationModel, route.Model)
 		for try := 0; try < 2; try++ {
 			out := g.attempt(rctx, p, x, pr, route)
 			switch {
@@ -435,4 +438,48 @@ func droppedFields(extra []byte) string {
 	}
 	sort.Strings(names)
 	return strings.Join(names, ",")
+}
+
+// Routing annotations. A layer sets AnnotationPrefer (a provider name) to ask
+// for that provider first when it serves the request (session affinity keeps
+// a provider's prompt cache warm); it never overrides which providers may
+// serve, nor failover. The host sets AnnotationProvider and AnnotationModel
+// before calling a provider, so response and stream phases know who answered.
+const (
+	AnnotationPrefer   = "bardo.route.prefer"
+	AnnotationProvider = "bardo.route.provider"
+	AnnotationModel    = "bardo.route.model"
+)
+
+// preferred moves the provider a layer asked for to the front of cands.
+func preferred(cands []*pipeline.Provider, anns []wire.KV) []*pipeline.Provider {
+	want := ""
+	for _, a := range anns {
+		if a.Key == AnnotationPrefer {
+			want = a.Value
+		}
+	}
+	if want == "" {
+		return cands
+	}
+	for i, pr := range cands {
+		if pr.Spec.Name == want && i > 0 {
+			out := make([]*pipeline.Provider, 0, len(cands))
+			out = append(out, pr)
+			out = append(out, cands[:i]...)
+			return append(out, cands[i+1:]...)
+		}
+	}
+	return cands
+}
+
+// setAnnotation replaces or adds key.
+func setAnnotation(anns []wire.KV, key, value string) []wire.KV {
+	for i := range anns {
+		if anns[i].Key == key {
+			anns[i].Value = value
+			return anns
+		}
+	}
+	return append(anns, wire.KV{Key: key, Value: value})
 }
