@@ -199,6 +199,20 @@ func TestServe(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
+	// A file change alone (no signal): the watcher reloads; the layer goes.
+	writeConfig(t, dir, "")
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		_, h, _, _ := in.ask("/v1/chat/completions", chatBody)
+		if h.Get("X-Bardo-Hostcalls") == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("editing pipeline.toml did not reload; log:\n%s", in.log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
 	in.cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- in.cmd.Wait() }()

@@ -84,8 +84,10 @@ func (m *Manager) Acquire() (p *Pipeline, release func()) {
 // pages; do not call plugins through it).
 func (m *Manager) Peek() *Pipeline { return m.cur.Load() }
 
-// Reload rebuilds the pipeline from the configuration file and swaps it in.
-// An unchanged file is skipped. On failure the current pipeline keeps serving.
+// Reload rebuilds the pipeline from the configuration file and swaps it in,
+// even when the file is unchanged (a SIGHUP also picks up changed
+// credentials and rebuilt plugins). On failure the current pipeline keeps
+// serving.
 func (m *Manager) Reload(ctx context.Context) error {
 	m.reloadMu.Lock()
 	defer m.reloadMu.Unlock()
@@ -112,25 +114,61 @@ func (m *Manager) reload(ctx context.Context) error {
 	return nil
 }
 
-// Watch reloads on SIGHUP and whenever pipeline.toml or a plugin file it names
-// changes, until ctx is done.
+// Watch reloads on SIGHUP, when pipeline.toml's content differs from what
+// is running, and when a plugin file it names changes, until ctx is done.
 func (m *Manager) Watch(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		interval = config.DefaultWatchInterval
+	}
 	config.NotifySIGHUP(ctx, func() {
 		m.deps.Log.Info("SIGHUP: reloading pipeline")
 		m.Reload(ctx)
 	})
-	files := []string{m.path}
+	var plugins []string
 	p := m.Peek()
 	for _, l := range p.Config.Layers {
-		files = append(files, l.Plugin)
+		plugins = append(plugins, l.Plugin)
 	}
 	for _, pr := range p.Config.Providers {
-		files = append(files, pr.Plugin)
+		plugins = append(plugins, pr.Plugin)
 	}
-	config.WatchFiles(ctx, files, interval, func() {
-		m.deps.Log.Info("configuration or plugin file changed: reloading pipeline")
+	config.WatchFiles(ctx, plugins, interval, func() {
+		m.deps.Log.Info("a plugin file changed: reloading pipeline")
 		m.Reload(ctx)
 	})
+	go m.watchConfig(ctx, interval)
+}
+
+// watchConfig compares pipeline.toml with the running pipeline's fingerprint
+// (not with the file's previous content: after a SIGHUP reload, restoring the
+// old file must reload too). A new content must be seen by two polls in a
+// row, so an editor's half-written file is not loaded; a content that failed
+// to load is not retried until it changes again.
+func (m *Manager) watchConfig(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var seen, failed config.Fingerprint
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		fp, err := config.FingerprintFile(m.path)
+		if err != nil || fp == m.Peek().Config.Fingerprint || fp == failed {
+			seen = config.Fingerprint{}
+			continue
+		}
+		if fp != seen {
+			seen = fp
+			continue
+		}
+		m.deps.Log.Info("pipeline.toml changed: reloading pipeline")
+		if err := m.Reload(ctx); err != nil {
+			failed = fp
+		}
+		seen = config.Fingerprint{}
+	}
 }
 
 // Close retires the current pipeline; its plugins close once requests in
