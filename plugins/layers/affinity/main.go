@@ -1,0 +1,355 @@
+// Command affinity is layer L6, session affinity: requests of one session
+// go to the provider that served the session's previous request, within the
+// provider's prompt-cache window, so its cached prefix is read instead of
+// processed again. The request phase looks the session up and asks routing
+// to try that provider first (annotation bardo.route.prefer); the response
+// and stream phases record which provider actually answered. Affinity only
+// reorders the candidates: it never makes a provider eligible that was not,
+// and failover still happens. See README.md.
+package main
+
+import (
+	"encoding/hex"
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// Headers.
+const (
+	HeaderAffinity    = "X-Bardo-Affinity"              // hit | miss | new
+	HeaderSavedTokens = "X-Bardo-Affinity-Saved-Tokens" // on a hit: estimated input tokens saved by the warm cache
+)
+
+// Annotations. The routing ones are the host's (host/gateway).
+const (
+	AnnotationPrefer   = "bardo.route.prefer"
+	AnnotationProvider = "bardo.route.provider"
+	AnnotationModel    = "bardo.route.model"
+
+	// AnnotationState is this request's lookup outcome (hit, miss, new).
+	AnnotationState = "affinity.state"
+	// AnnotationRecord carries what the response and stream phases need to
+	// record the session: key, prompt tokens, prefix hash, the expected
+	// provider and the estimated saving, newline-separated.
+	AnnotationRecord = "affinity.record"
+)
+
+// Outcomes.
+const (
+	stateHit  = "hit"  // served by the session's previous provider, within the TTL
+	stateMiss = "miss" // the session had a provider, but this request went elsewhere (failover, model change, provider not eligible)
+	stateNew  = "new"  // no live entry: the session's first request, or its entry expired
+)
+
+// Metrics (exported as bardo_plugin_<name>{plugin="<layer name>"}).
+const (
+	metricHits        = "affinity_hits_total"
+	metricMisses      = "affinity_misses_total"
+	metricNew         = "affinity_new_total"
+	metricSavedTokens = "affinity_saved_tokens_total"
+	metricErrors      = "affinity_errors_total"
+)
+
+type rawConfig struct {
+	TTL            string   `json:"ttl"`
+	Discount       *float64 `json:"discount"`
+	MinCacheTokens *int64   `json:"min_cache_tokens"`
+	DeriveSession  *bool    `json:"derive_session"`
+}
+
+type config struct {
+	ttl            time.Duration
+	discount       float64
+	minCacheTokens int64
+	derive         bool
+}
+
+var cfg config
+
+func init() {
+	plugin.RegisterLayer(plugin.Layer{
+		Name:       "affinity",
+		Version:    "1.0.0",
+		Phases:     wire.PhaseRequest | wire.PhaseResponse | wire.PhaseStream,
+		Reads:      wire.PartModel | wire.PartSystem | wire.PartMessages | wire.PartTools,
+		Init:       initLayer,
+		OnRequest:  onRequest,
+		OnResponse: onResponse,
+		OnStream:   onStream,
+	})
+}
+
+func initLayer() error {
+	var raw rawConfig
+	if err := plugin.DecodeConfig(&raw); err != nil {
+		return err
+	}
+	c, err := parseConfig(&raw)
+	if err != nil {
+		return err
+	}
+	cfg = c
+	return nil
+}
+
+func parseConfig(raw *rawConfig) (config, error) {
+	c := config{ttl: 300 * time.Second, discount: 0.9, minCacheTokens: 1024, derive: true}
+	if raw.TTL != "" {
+		d, err := time.ParseDuration(raw.TTL)
+		if err != nil || d <= 0 {
+			return c, errors.New("affinity: ttl must be a positive duration such as \"300s\"")
+		}
+		c.ttl = d
+	}
+	if raw.Discount != nil {
+		if *raw.Discount < 0 || *raw.Discount > 1 || math.IsNaN(*raw.Discount) {
+			return c, errors.New("affinity: discount must be between 0 and 1")
+		}
+		c.discount = *raw.Discount
+	}
+	if raw.MinCacheTokens != nil {
+		if *raw.MinCacheTokens < 0 {
+			return c, errors.New("affinity: min_cache_tokens must be >= 0")
+		}
+		c.minCacheTokens = *raw.MinCacheTokens
+	}
+	if raw.DeriveSession != nil {
+		c.derive = *raw.DeriveSession
+	}
+	return c, nil
+}
+
+// entry is what the store keeps per session.
+type entry struct {
+	provider string
+	model    string
+	tokens   int64  // the prompt tokens of the session's last request (bytes/4)
+	prefix   string // hex of the first 8 bytes of its prefix hash
+}
+
+func (e *entry) encode() []byte {
+	b := make([]byte, 0, 48+len(e.provider)+len(e.model))
+	b = append(b, "1\n"...)
+	b = append(b, e.provider...)
+	b = append(b, '\n')
+	b = append(b, e.model...)
+	b = append(b, '\n')
+	b = strconv.AppendInt(b, e.tokens, 10)
+	b = append(b, '\n')
+	return append(b, e.prefix...)
+}
+
+func decodeEntry(b []byte) (entry, bool) {
+	f := strings.Split(string(b), "\n")
+	if len(f) != 5 || f[0] != "1" || f[1] == "" {
+		return entry{}, false
+	}
+	n, err := strconv.ParseInt(f[3], 10, 64)
+	if err != nil {
+		return entry{}, false
+	}
+	return entry{provider: f[1], model: f[2], tokens: n, prefix: f[4]}, true
+}
+
+var scratch []byte
+
+// prefixHash is SHA-256 (on the host) over what makes a conversation's
+// cacheable prefix: model, system text, tool names, first user message.
+func prefixHash(r *wire.Request) [32]byte {
+	b := append(scratch[:0], r.Model...)
+	b = append(b, 0)
+	for i := range r.System {
+		b = append(b, r.System[i].Text...)
+		b = append(b, '\n')
+	}
+	b = append(b, 0)
+	for i := range r.Tools {
+		b = append(b, r.Tools[i].Name...)
+		b = append(b, '\n')
+	}
+	b = append(b, 0)
+	for i := range r.Messages {
+		if r.Messages[i].Role != "user" {
+			continue
+		}
+		for _, bl := range r.Messages[i].Content {
+			b = append(b, bl.Text...)
+			b = append(b, bl.Data...)
+			b = append(b, '\n')
+		}
+		break
+	}
+	scratch = b
+	return plugin.SHA256(b)
+}
+
+// promptBytes estimates the prompt's size: all of it, and the part before
+// its last message (what the previous request of an append-only
+// conversation may have left in the provider's cache).
+func promptBytes(r *wire.Request) (all, stable int64) {
+	for i := range r.System {
+		all += int64(len(r.System[i].Text))
+	}
+	for i := range r.Tools {
+		all += int64(len(r.Tools[i].Name) + len(r.Tools[i].Description) + len(r.Tools[i].Schema))
+	}
+	for i := range r.Messages {
+		if i == len(r.Messages)-1 {
+			stable = all
+		}
+		for j := range r.Messages[i].Content {
+			b := &r.Messages[i].Content[j]
+			all += int64(len(b.Text) + len(b.Data) + len(b.Name))
+		}
+	}
+	if len(r.Messages) == 0 {
+		stable = all
+	}
+	return all, stable
+}
+
+// sessionKey is the store key of the request's session: the caller's
+// X-Bardo-Session (hashed when long), or, when derive_session is on, the
+// prefix hash.
+func sessionKey(session string, sum *[32]byte) string {
+	switch {
+	case session != "" && len(session) <= 256:
+		return "s:" + session
+	case session != "":
+		h := plugin.SHA256([]byte(session))
+		return "s#" + hex.EncodeToString(h[:16])
+	case cfg.derive:
+		return "p:" + hex.EncodeToString(sum[:16])
+	}
+	return ""
+}
+
+func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
+	if req.Meta.Session == "" && !cfg.derive {
+		return nil
+	}
+	sum := prefixHash(&req.Request)
+	key := sessionKey(req.Meta.Session, &sum)
+	prefix := hex.EncodeToString(sum[:8])
+	all, stable := promptBytes(&req.Request)
+
+	state, expect, saved := stateNew, "", int64(0)
+	if v, ok := plugin.KVGet(key); ok {
+		if e, ok := decodeEntry(v); ok {
+			if e.model != req.Request.Model {
+				// The cached prefix belongs to another model.
+				state = stateMiss
+			} else {
+				state, expect = stateHit, e.provider
+				saved = estimateSaved(&e, prefix, stable/4)
+				res.Annotations = append(res.Annotations, wire.KV{Key: AnnotationPrefer, Value: e.provider})
+			}
+		}
+	}
+	res.Headers = append(res.Headers, wire.KV{Key: HeaderAffinity, Value: state})
+	if state == stateHit {
+		res.Headers = append(res.Headers, wire.KV{Key: HeaderSavedTokens, Value: strconv.FormatInt(saved, 10)})
+	}
+	rec := key + "\n" + strconv.FormatInt(all/4, 10) + "\n" + prefix + "\n" + expect + "\n" + strconv.FormatInt(saved, 10)
+	res.Annotations = append(res.Annotations,
+		wire.KV{Key: AnnotationState, Value: state},
+		wire.KV{Key: AnnotationRecord, Value: rec})
+	return nil
+}
+
+// estimateSaved estimates the input tokens a hit reads from the provider's
+// cache instead of processing, times the cache-read discount: the previous
+// request's prompt, at most this request's prompt before its last message,
+// when the conversation's prefix is unchanged and long enough to be cached.
+func estimateSaved(e *entry, prefix string, stableTokens int64) int64 {
+	if e.prefix != prefix {
+		return 0
+	}
+	cached := min(e.tokens, stableTokens)
+	if cached < cfg.minCacheTokens || cached <= 0 {
+		return 0
+	}
+	return int64(float64(cached) * cfg.discount)
+}
+
+func annotation(anns []wire.KV, key string) string {
+	for i := len(anns) - 1; i >= 0; i-- {
+		if anns[i].Key == key {
+			return anns[i].Value
+		}
+	}
+	return ""
+}
+
+// finish records the provider that answered for the session and counts the
+// outcome; it returns the final outcome and the saving, or "" when there is
+// nothing to record (no session, or an answer no provider gave).
+func finish(m *wire.Meta) (string, int64) {
+	rec := annotation(m.Annotations, AnnotationRecord)
+	provider := annotation(m.Annotations, AnnotationProvider)
+	if rec == "" || provider == "" {
+		return "", 0
+	}
+	f := strings.Split(rec, "\n")
+	if len(f) != 5 {
+		plugin.CounterAdd(metricErrors, 1)
+		return "", 0
+	}
+	key, prefix, expect := f[0], f[2], f[3]
+	tokens, _ := strconv.ParseInt(f[1], 10, 64)
+	saved, _ := strconv.ParseInt(f[4], 10, 64)
+
+	state := annotation(m.Annotations, AnnotationState)
+	if state == stateHit && provider != expect {
+		state, saved = stateMiss, 0 // failed over, or the provider was not eligible
+	}
+	switch state {
+	case stateHit:
+		plugin.CounterAdd(metricHits, 1)
+		if saved > 0 {
+			plugin.CounterAdd(metricSavedTokens, float64(saved))
+		}
+	case stateMiss:
+		plugin.CounterAdd(metricMisses, 1)
+	default:
+		plugin.CounterAdd(metricNew, 1)
+	}
+	model := annotation(m.Annotations, AnnotationModel)
+	if model == "" {
+		model = m.Model
+	}
+	e := entry{provider: provider, model: model, tokens: tokens, prefix: prefix}
+	if err := plugin.KVPut(key, e.encode(), cfg.ttl); err != nil {
+		plugin.CounterAdd(metricErrors, 1)
+		plugin.Logf(plugin.LevelWarn, "affinity: storing session: %v", err)
+	}
+	return state, saved
+}
+
+func onResponse(in *wire.LayerResponse, res *wire.LayerResponseResult) error {
+	state, saved := finish(&in.Meta)
+	// The request phase's headers guessed a hit; after a failover the
+	// caller learns the truth (a stream's headers are gone by then).
+	if state == stateMiss && annotation(in.Meta.Annotations, AnnotationState) == stateHit {
+		res.Headers = append(res.Headers,
+			wire.KV{Key: HeaderAffinity, Value: state},
+			wire.KV{Key: HeaderSavedTokens, Value: strconv.FormatInt(saved, 10)})
+	}
+	return nil
+}
+
+func onStream(in *wire.LayerStream, res *wire.LayerStreamResult) error {
+	res.Events = in.Events
+	if in.Final {
+		finish(&in.Meta)
+	}
+	return nil
+}
+
+func main() {}

@@ -1,0 +1,337 @@
+// Command toolprune is layer L4, tool pruning: when a request offers more
+// tools than a threshold, it keeps only the most relevant ones for this turn
+// (keyword overlap between the recent conversation and each tool's name and
+// description, plus task-type hints), never removing a tool the conversation
+// already called or that tool_choice names, and sends the kept tools in their
+// original order so provider prefix caches still match. See README.md.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+
+	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// Response headers.
+const (
+	HeaderTools       = "X-Bardo-Tools"              // "<kept>/<total>"
+	HeaderSavedTokens = "X-Bardo-Tools-Saved-Tokens" // estimated prompt tokens removed
+)
+
+// Metrics (exported as bardo_plugin_<name>{plugin="<layer name>"}).
+const (
+	metricPruned      = "toolprune_pruned_total"        // requests whose tools were pruned
+	metricPassed      = "toolprune_passed_total"        // requests with tools left untouched
+	metricRemoved     = "toolprune_tools_removed_total" // tool definitions removed
+	metricSavedTokens = "toolprune_saved_tokens_total"  // estimated prompt tokens removed
+)
+
+// toolOverhead approximates the JSON around one tool definition (keys,
+// quotes, braces: `{"type":"function","function":{"name":…,"description":…,
+// "parameters":…}}` is 70 bytes, Anthropic's shape about 45).
+const toolOverhead = 50
+
+type hintConfig struct {
+	When  []string `json:"when"`
+	Boost []string `json:"boost"`
+}
+
+type rawConfig struct {
+	Threshold      *int          `json:"threshold"`
+	MaxTools       *int          `json:"max_tools"`
+	RecentMessages *int          `json:"recent_messages"`
+	AlwaysKeep     []string      `json:"always_keep"`
+	Hints          *[]hintConfig `json:"hints"`
+	ExtraHints     []hintConfig  `json:"extra_hints"`
+}
+
+type config struct {
+	threshold  int
+	maxTools   int
+	recent     int
+	alwaysKeep []string
+}
+
+var cfg config
+
+func init() {
+	plugin.RegisterLayer(plugin.Layer{
+		Name:      "toolprune",
+		Version:   "1.0.0",
+		Phases:    wire.PhaseRequest,
+		Reads:     wire.PartSystem | wire.PartMessages | wire.PartTools,
+		Writes:    wire.PartTools,
+		Init:      initLayer,
+		OnRequest: onRequest,
+	})
+}
+
+func initLayer() error {
+	var raw rawConfig
+	if err := plugin.DecodeConfig(&raw); err != nil {
+		return err
+	}
+	c, hints, err := parseConfig(&raw)
+	if err != nil {
+		return err
+	}
+	cfg = c
+	setHints(hints)
+	return nil
+}
+
+func parseConfig(raw *rawConfig) (config, []hintConfig, error) {
+	c := config{threshold: 16, maxTools: 12, recent: 6}
+	if raw.Threshold != nil {
+		c.threshold = *raw.Threshold
+	}
+	if raw.MaxTools != nil {
+		c.maxTools = *raw.MaxTools
+	}
+	if raw.RecentMessages != nil {
+		c.recent = *raw.RecentMessages
+	}
+	switch {
+	case c.threshold < 0:
+		return c, nil, errors.New("toolprune: threshold must be >= 0")
+	case c.maxTools < 1:
+		return c, nil, errors.New("toolprune: max_tools must be >= 1")
+	case c.recent < 0:
+		return c, nil, errors.New("toolprune: recent_messages must be >= 0")
+	}
+	for _, n := range raw.AlwaysKeep {
+		c.alwaysKeep = append(c.alwaysKeep, n)
+	}
+	hints := defaultHints
+	if raw.Hints != nil {
+		hints = *raw.Hints
+	}
+	hints = append(append([]hintConfig(nil), hints...), raw.ExtraHints...)
+	for i, h := range hints {
+		if len(h.When) == 0 || len(h.Boost) == 0 {
+			return c, nil, errors.New("toolprune: hint " + strconv.Itoa(i) + " needs both \"when\" and \"boost\" words")
+		}
+	}
+	return c, hints, nil
+}
+
+func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
+	tools := req.Request.Tools
+	total := len(tools)
+	if total == 0 {
+		return nil
+	}
+	if total <= cfg.threshold || total <= cfg.maxTools {
+		pass(res, total)
+		return nil
+	}
+	keep := selectTools(&req.Request, cfg)
+	kept := 0
+	for _, k := range keep {
+		if k {
+			kept++
+		}
+	}
+	if kept == total {
+		pass(res, total)
+		return nil
+	}
+	out := make([]wire.Tool, 0, kept)
+	removedBytes := 0
+	for i := range tools {
+		if keep[i] {
+			out = append(out, tools[i])
+		} else {
+			removedBytes += toolBytes(&tools[i])
+		}
+	}
+	moveCacheControl(tools, keep, out)
+	saved := removedBytes / 4
+
+	res.Patched = wire.PartTools
+	res.Request.Tools = out
+	res.Request.ToolChoice = req.Request.ToolChoice // the part is tools + tool_choice
+	res.Headers = append(res.Headers,
+		wire.KV{Key: HeaderTools, Value: strconv.Itoa(kept) + "/" + strconv.Itoa(total)},
+		wire.KV{Key: HeaderSavedTokens, Value: strconv.Itoa(saved)})
+	plugin.CounterAdd(metricPruned, 1)
+	plugin.CounterAdd(metricRemoved, float64(total-kept))
+	plugin.CounterAdd(metricSavedTokens, float64(saved))
+	return nil
+}
+
+// pass leaves the tools as they are: no patch, so the caller's bytes can
+// still be forwarded untouched.
+func pass(res *wire.LayerResult, total int) {
+	n := strconv.Itoa(total)
+	res.Headers = append(res.Headers, wire.KV{Key: HeaderTools, Value: n + "/" + n})
+	plugin.CounterAdd(metricPassed, 1)
+}
+
+// toolBytes estimates the size of a tool's definition as JSON.
+func toolBytes(t *wire.Tool) int {
+	return len(t.Name) + len(t.Description) + len(t.Schema) + len(t.CacheControl) + toolOverhead
+}
+
+// moveCacheControl keeps prompt-cache breakpoints that sat on removed tools:
+// each moves to the nearest kept tool before it (or, if none, the first kept
+// tool), unless that tool already carries one. out holds the kept tools in
+// order; their CacheControl fields are updated in place.
+func moveCacheControl(tools []wire.Tool, keep []bool, out []wire.Tool) {
+	if len(out) == 0 {
+		return
+	}
+	j := -1 // index in out of the last kept tool seen
+	for i := range tools {
+		if keep[i] {
+			j++
+			continue
+		}
+		if len(tools[i].CacheControl) == 0 {
+			continue
+		}
+		dst := &out[max(j, 0)]
+		if len(dst.CacheControl) == 0 {
+			dst.CacheControl = tools[i].CacheControl
+		}
+	}
+}
+
+// Scratch reused by every request of the instance.
+var (
+	keepScratch  []bool
+	orderScratch []int
+	pinScratch   []string
+)
+
+// selectTools returns, per tool, whether it is kept (valid until the next call).
+func selectTools(r *wire.Request, c config) []bool {
+	tools := r.Tools
+	keep := append(keepScratch[:0], make([]bool, len(tools))...)
+	keepScratch = keep
+	pinned := append(pinnedNames(r), c.alwaysKeep...)
+	nPinned := 0
+	for i := range tools {
+		if isPinned(pinned, tools[i].Name) {
+			keep[i] = true
+			nPinned++
+		}
+	}
+	room := c.maxTools - nPinned
+	if room <= 0 {
+		return keep
+	}
+	scores := scoreTools(r, c.recent)
+	// The room best unpinned tools: highest score first, ties to the
+	// earlier tool. top stays sorted that way; scanning in original order,
+	// a tool enters only if it beats the last of a full top.
+	top := orderScratch[:0]
+	for i := range tools {
+		if keep[i] {
+			continue
+		}
+		if len(top) == room && scores[i] <= scores[top[room-1]] {
+			continue
+		}
+		if len(top) < room {
+			top = append(top, i)
+		} else {
+			top[room-1] = i
+		}
+		for b := len(top) - 1; b > 0 && scores[top[b]] > scores[top[b-1]]; b-- {
+			top[b], top[b-1] = top[b-1], top[b]
+		}
+	}
+	orderScratch = top
+	for _, i := range top {
+		keep[i] = true
+	}
+	return keep
+}
+
+// isPinned reports whether name is in pinned: a handful of names, compared
+// faster than map lookups of every tool's name inside wasm.
+func isPinned(pinned []string, name string) bool {
+	for _, p := range pinned {
+		if len(p) == len(name) && p == name {
+			return true
+		}
+	}
+	return false
+}
+
+// pinnedNames names the tools that must never be removed: every tool the
+// conversation already called, and whatever tool_choice names.
+func pinnedNames(r *wire.Request) []string {
+	pinned := pinScratch[:0]
+	for i := range r.Messages {
+		for j := range r.Messages[i].Content {
+			if b := &r.Messages[i].Content[j]; b.Type == wire.BlockToolUse && b.Name != "" && !isPinned(pinned, b.Name) {
+				pinned = append(pinned, b.Name) // distinct: a long agent loop calls the same few tools
+			}
+		}
+	}
+	for _, n := range toolChoiceNames(r.ToolChoice) {
+		pinned = append(pinned, n)
+	}
+	pinScratch = pinned
+	return pinned
+}
+
+type nameOnly struct {
+	Name string `json:"name"`
+}
+
+type namedTool struct {
+	Name     string    `json:"name"`
+	Function *nameOnly `json:"function"`
+	Custom   *nameOnly `json:"custom"`
+}
+
+type toolChoice struct {
+	Name         string    `json:"name"`
+	Function     *nameOnly `json:"function"`
+	Custom       *nameOnly `json:"custom"`
+	AllowedTools *struct {
+		Tools []namedTool `json:"tools"`
+	} `json:"allowed_tools"`
+}
+
+// toolChoiceNames returns the tool names a tool_choice refers to: the
+// canonical {"type":"tool","name":…}, and the OpenAI forms kept verbatim
+// ({"type":"custom","custom":{"name":…}}, {"type":"allowed_tools",…}).
+// The fixed forms ({"type":"auto"} …) name none and are not parsed.
+func toolChoiceNames(tc []byte) []string {
+	if len(tc) == 0 || !bytes.Contains(tc, []byte(`"name"`)) {
+		return nil
+	}
+	var c toolChoice
+	if json.Unmarshal(tc, &c) != nil {
+		return nil
+	}
+	var names []string
+	add := func(n string, fn, custom *nameOnly) {
+		if n != "" {
+			names = append(names, n)
+		}
+		if fn != nil && fn.Name != "" {
+			names = append(names, fn.Name)
+		}
+		if custom != nil && custom.Name != "" {
+			names = append(names, custom.Name)
+		}
+	}
+	add(c.Name, c.Function, c.Custom)
+	if c.AllowedTools != nil {
+		for _, t := range c.AllowedTools.Tools {
+			add(t.Name, t.Function, t.Custom)
+		}
+	}
+	return names
+}
+
+func main() {}

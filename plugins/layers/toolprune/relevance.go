@@ -1,0 +1,563 @@
+package main
+
+// The relevance rule (README.md, "Relevance"): terms of the conversation are
+// weighted by where they appear — the last user message with text 4, the
+// last recent_messages messages 2, the system prompt 1 — and a task-type hint
+// whose trigger word appears with weight w lends its boost words weight w-1.
+// A tool scores, over its distinct terms, 2×weight for a term of its name
+// and 1×weight for a term only in its description.
+//
+// Terms: ASCII letters lower-cased; words split on anything that is not a
+// letter or digit (non-ASCII characters count as letters, except common
+// Unicode punctuation and spaces, see sepLen) and at camelCase
+// boundaries (fooBar, HTTPServer, v3Pool); stopwords and one-character words
+// dropped, pure numbers dropped; a light plural stemmer (policies→policy,
+// addresses→address, matches→match, prices→price).
+//
+// Inside wasm the costly part is turning tool definitions into terms, and an
+// agent sends the same tools on every request: each instance keeps the terms
+// of the tools it has seen (keyed by name, checked against the description)
+// as ids into a vocabulary of tool-side terms. Conversation words that are
+// not in the vocabulary cannot match any tool and are dropped after one map
+// lookup.
+
+import (
+	"strings"
+	"unsafe"
+
+	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// Weights by where a conversation term appears.
+const (
+	weightLastUser = 4
+	weightRecent   = 2
+	weightSystem   = 1
+)
+
+// Scan limits per text block, so a long paste or tool result costs a bounded
+// amount: the tail of a conversation block (its latest words), the head of the
+// system prompt (where the agent's role is described).
+const (
+	scanLastUser = 4096
+	scanRecent   = 2048
+	scanSystem   = 4096
+)
+
+// Bounds of the per-instance caches; past them they are rebuilt.
+const (
+	maxVocab     = 1 << 16
+	maxToolCache = 4096
+	maxScans     = 8192
+)
+
+type toolTerms struct {
+	name0 string // the tool's name
+	desc  string
+	name  []uint32 // distinct term ids of the name
+	body  []uint32 // distinct term ids of the description, not in the name
+}
+
+type hint struct {
+	when  []string // normalized trigger terms
+	boost []string // normalized boost terms
+	ids   []uint32 // the boost terms' ids
+}
+
+var (
+	// vocab holds every term a conversation word can usefully match: the
+	// terms of tool names and descriptions and the hints' trigger and boost
+	// words. Ids start at 1.
+	vocab     = map[string]uint32{}
+	triggerOf [][]int32 // by term id: the hints it triggers
+	hints     []hint
+	toolCache = map[string]*toolTerms{}
+	// lastTerms are the previous request's tools in order: an agent sends
+	// the same list every turn, and comparing strings is cheaper inside
+	// wasm than hashing them for the map.
+	lastTerms []*toolTerms
+
+	// scans caches, by SHA-256 of a scanned text window, the vocabulary ids
+	// it contains: conversations are append-only, so most of a request's
+	// text was scanned for the previous one. Valid while the vocabulary
+	// does not grow (scansVocab).
+	scans      = map[[32]byte][]uint32{}
+	scansVocab int
+
+	// Per-request conversation weights by term id, valid where stamp == gen,
+	// and the scratch that makes a scan's ids distinct.
+	weights  []uint8
+	stamp    []uint32
+	gen      uint32
+	seen     []uint32
+	seenScan uint32
+
+	// Scratch reused by every request of the instance.
+	tok          tokenizer
+	termsScratch []*toolTerms
+	scoreScratch []int
+)
+
+// setHints installs the hint table (from Init) and resets the caches.
+func setHints(hs []hintConfig) {
+	hints = hints[:0]
+	for _, h := range hs {
+		var d hint
+		for _, w := range h.When {
+			d.when = appendTerms(d.when, w)
+		}
+		for _, w := range h.Boost {
+			d.boost = appendTerms(d.boost, w)
+		}
+		hints = append(hints, d)
+	}
+	resetCaches()
+}
+
+func appendTerms(dst []string, s string) []string {
+	var t tokenizer
+	t.reset(s, 0, len(s), true)
+	for {
+		term, ok := t.next()
+		if !ok {
+			return dst
+		}
+		dst = append(dst, string(term))
+	}
+}
+
+// resetCaches empties the vocabulary and every cache, then interns the
+// hints' words again.
+func resetCaches() {
+	clear(vocab)
+	clear(toolCache)
+	clear(lastTerms)
+	lastTerms = lastTerms[:0]
+	clear(scans)
+	weights, stamp, gen = weights[:0], stamp[:0], 0
+	seen, seenScan = seen[:0], 0
+	triggerOf = triggerOf[:0]
+	for i := range hints {
+		h := &hints[i]
+		for _, w := range h.when {
+			id := intern(w)
+			for len(triggerOf) <= int(id) {
+				triggerOf = append(triggerOf, nil)
+			}
+			if l := triggerOf[id]; len(l) == 0 || l[len(l)-1] != int32(i) {
+				triggerOf[id] = append(l, int32(i))
+			}
+		}
+	}
+	for i := range hints {
+		h := &hints[i]
+		h.ids = h.ids[:0]
+		for _, b := range h.boost {
+			h.ids = append(h.ids, intern(b))
+		}
+	}
+	scansVocab = len(vocab)
+}
+
+func intern(term string) uint32 {
+	if id, ok := vocab[term]; ok {
+		return id
+	}
+	id := uint32(len(vocab) + 1)
+	vocab[term] = id
+	return id
+}
+
+func internBytes(term []byte) uint32 {
+	if id, ok := vocab[string(term)]; ok { // no allocation for the lookup
+		return id
+	}
+	return intern(string(term))
+}
+
+// termsOf returns the cached terms of a tool, computing them on first sight
+// or when its description changed.
+func termsOf(i int, t *wire.Tool) *toolTerms {
+	if i < len(lastTerms) {
+		if tt := lastTerms[i]; sameString(tt.name0, t.Name) && sameString(tt.desc, t.Description) {
+			return tt
+		}
+	}
+	if tt, ok := toolCache[t.Name]; ok && tt.desc == t.Description {
+		return tt
+	}
+	tt := &toolTerms{name0: strings.Clone(t.Name), desc: strings.Clone(t.Description)}
+	tok.reset(t.Name, 0, len(t.Name), true)
+	for {
+		term, ok := tok.next()
+		if !ok {
+			break
+		}
+		tt.name = addID(tt.name, internBytes(term))
+	}
+	tok.reset(t.Description, 0, len(t.Description), true)
+	for {
+		term, ok := tok.next()
+		if !ok {
+			break
+		}
+		id := internBytes(term)
+		if !hasID(tt.name, id) {
+			tt.body = addID(tt.body, id)
+		}
+	}
+	toolCache[tt.name0] = tt
+	return tt
+}
+
+func hasID(ids []uint32, id uint32) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+func addID(ids []uint32, id uint32) []uint32 {
+	if hasID(ids, id) {
+		return ids
+	}
+	return append(ids, id)
+}
+
+// scoreTools returns each tool's relevance to the conversation (valid until
+// the next call).
+func scoreTools(r *wire.Request, recent int) []int {
+	// Reset before, never during, a request: ids must stay valid for all its tools.
+	if len(vocab) > maxVocab || len(toolCache)+len(r.Tools) > maxToolCache {
+		resetCaches()
+	}
+	terms := termsScratch[:0]
+	for i := range r.Tools {
+		terms = append(terms, termsOf(i, &r.Tools[i]))
+	}
+	termsScratch = terms
+	lastTerms = append(lastTerms[:0], terms...)
+	// The vocabulary is complete for this request.
+	if len(vocab) != scansVocab || len(scans) > maxScans {
+		clear(scans)
+		scansVocab = len(vocab)
+	}
+	if n := len(vocab) + 1; len(weights) < n {
+		weights = append(weights, make([]uint8, n-len(weights))...)
+		stamp = append(stamp, make([]uint32, n-len(stamp))...)
+		seen = append(seen, make([]uint32, n-len(seen))...)
+	}
+	gen++
+	if gen == 0 { // wrapped: old stamps could collide
+		clear(stamp)
+		gen = 1
+	}
+	weighConversation(r, recent)
+	scores := scoreScratch[:0]
+	for _, tt := range terms {
+		s := 0
+		for _, id := range tt.name {
+			s += 2 * weightOf(id)
+		}
+		for _, id := range tt.body {
+			s += weightOf(id)
+		}
+		scores = append(scores, s)
+	}
+	scoreScratch = scores
+	return scores
+}
+
+func weightOf(id uint32) int {
+	if stamp[id] != gen {
+		return 0
+	}
+	return int(weights[id])
+}
+
+func raise(id uint32, w uint8) {
+	if stamp[id] != gen {
+		stamp[id], weights[id] = gen, w
+	} else if w > weights[id] {
+		weights[id] = w
+	}
+}
+
+// weighConversation sets this request's weight of every vocabulary term the
+// conversation mentions.
+func weighConversation(r *wire.Request, recent int) {
+	msgs := r.Messages
+	last := -1 // the last user message with text
+	for i := len(msgs) - 1; i >= 0 && last < 0; i-- {
+		if msgs[i].Role != "user" {
+			continue
+		}
+		for j := range msgs[i].Content {
+			if msgs[i].Content[j].Type == wire.BlockText && msgs[i].Content[j].Text != "" {
+				last = i
+				break
+			}
+		}
+	}
+	for i := range r.System {
+		if b := &r.System[i]; b.Type == wire.BlockText {
+			weigh(scanIDs(b.Text, 0, min(len(b.Text), scanSystem)), weightSystem)
+		}
+	}
+	for i := max(0, len(msgs)-recent); i < len(msgs); i++ {
+		if i == last {
+			continue
+		}
+		for j := range msgs[i].Content {
+			b := &msgs[i].Content[j]
+			switch b.Type {
+			case wire.BlockText, wire.BlockToolResult:
+				weigh(scanIDs(b.Text, max(0, len(b.Text)-scanRecent), len(b.Text)), weightRecent)
+			}
+		}
+	}
+	if last >= 0 {
+		for j := range msgs[last].Content {
+			if b := &msgs[last].Content[j]; b.Type == wire.BlockText {
+				weigh(scanIDs(b.Text, max(0, len(b.Text)-scanLastUser), len(b.Text)), weightLastUser)
+			}
+		}
+	}
+}
+
+// weigh gives the terms ids weight w, and a hint's boost terms w-1 when one
+// of them triggers it.
+func weigh(ids []uint32, w uint8) {
+	for _, id := range ids {
+		raise(id, w)
+		if w <= 1 || int(id) >= len(triggerOf) {
+			continue
+		}
+		for _, h := range triggerOf[id] {
+			for _, b := range hints[h].ids {
+				raise(b, w-1)
+			}
+		}
+	}
+}
+
+// scanIDs returns the distinct vocabulary ids of the terms in s[from:to]
+// (from moved to a word boundary), from the scan cache when it can.
+func scanIDs(s string, from, to int) []uint32 {
+	from = wordBoundary(s, from, to)
+	if from >= to {
+		return nil
+	}
+	w := s[from:to]
+	// The host hashes natively; the window is only read.
+	key := plugin.SHA256(unsafe.Slice(unsafe.StringData(w), len(w)))
+	if ids, ok := scans[key]; ok {
+		return ids
+	}
+	seenScan++
+	if seenScan == 0 {
+		clear(seen)
+		seenScan = 1
+	}
+	var ids []uint32
+	tok.reset(w, 0, len(w), false)
+	for {
+		term, ok := tok.next()
+		if !ok {
+			break
+		}
+		id, ok := vocab[string(term)]
+		if !ok || seen[id] == seenScan || tok.stop() {
+			continue
+		}
+		seen[id] = seenScan
+		ids = append(ids, id)
+	}
+	if ids == nil {
+		ids = []uint32{} // cache "nothing" too
+	}
+	scans[key] = ids
+	return ids
+}
+
+// tokenizer yields the terms of s[from:to] in a reused buffer. With filter,
+// stopwords are dropped; without, the caller asks stop() for the words it
+// keeps (conversation words only matter when they are in the vocabulary,
+// which holds no stopword, so checking after the lookup is cheaper).
+type tokenizer struct {
+	s      string
+	i, end int
+	buf    []byte
+	n      int // length of the last word before stemming
+	filter bool
+}
+
+func (t *tokenizer) reset(s string, from, to int, filter bool) {
+	t.s, t.i, t.end, t.filter = s, wordBoundary(s, from, to), to, filter
+}
+
+// wordBoundary moves from past a word it cuts, so a window does not start
+// with half a word.
+func wordBoundary(s string, from, to int) int {
+	for from > 0 && from < to && sepLen(s, from-1, to) == 0 && sepLen(s, from, to) == 0 {
+		from++
+	}
+	return from
+}
+
+// stop reports whether the last word is a stopword. Stemming only shortens
+// a word, or turns the "ies" of a word of five letters or more into "yes";
+// no such stopword ends in either, so the buffer still tells (a test checks).
+func (t *tokenizer) stop() bool {
+	_, ok := stopwords[string(t.buf[:t.n])]
+	return ok
+}
+
+// sepLen is the length of the separator at s[i], or 0 when s[i] is part of
+// a word: ASCII letters and digits, and any non-ASCII character except the
+// punctuation of U+0080–U+00BF (no-break space, «, », °…) and U+2000–U+207F
+// (typographic spaces, dashes, quotes, ellipsis), which LLM text is full of.
+func sepLen(s string, i, end int) int {
+	c := s[i]
+	switch {
+	case c < 0x80:
+		if isUpper(c) || isLower(c) || isDigit(c) {
+			return 0
+		}
+		return 1
+	case c == 0xC2:
+		return 2
+	case c == 0xE2 && i+1 < end && (s[i+1] == 0x80 || s[i+1] == 0x81):
+		return 3
+	}
+	return 0
+}
+
+func isUpper(c byte) bool { return c >= 'A' && c <= 'Z' }
+func isLower(c byte) bool { return c >= 'a' && c <= 'z' }
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// next returns the next term; the slice is valid until the next call.
+func (t *tokenizer) next() ([]byte, bool) {
+	s := t.s
+	for t.i < t.end {
+		for t.i < t.end {
+			n := sepLen(s, t.i, t.end)
+			if n == 0 {
+				break
+			}
+			t.i += n
+		}
+		if t.i >= t.end {
+			break
+		}
+		start := t.i
+		t.i++
+		digits := isDigit(s[start])
+		for t.i < t.end && sepLen(s, t.i, t.end) == 0 {
+			c := s[t.i]
+			if isUpper(c) {
+				p := s[t.i-1]
+				if isLower(p) || isDigit(p) || isUpper(p) && t.i+1 < t.end && isLower(s[t.i+1]) {
+					break // camelCase boundary
+				}
+			}
+			digits = digits && isDigit(c)
+			t.i++
+		}
+		if t.i-start < 2 || digits {
+			continue
+		}
+		b := t.buf[:0]
+		for k := start; k < t.i; k++ {
+			c := s[k]
+			if isUpper(c) {
+				c += 'a' - 'A'
+			}
+			b = append(b, c)
+		}
+		t.buf, t.n = b, len(b)
+		if t.filter && t.stop() {
+			continue
+		}
+		return stem(b), true
+	}
+	return nil, false
+}
+
+// stem removes a plural ending.
+func stem(b []byte) []byte {
+	n := len(b)
+	switch {
+	case n > 4 && string(b[n-3:]) == "ies":
+		return append(b[:n-3], 'y')
+	case n > 4 && string(b[n-4:]) == "sses":
+		return b[:n-2]
+	case n > 4 && (string(b[n-3:]) == "xes" || string(b[n-4:]) == "ches" || string(b[n-4:]) == "shes"):
+		return b[:n-2]
+	case n > 3 && b[n-1] == 's' && b[n-2] != 's' && b[n-2] != 'u' && b[n-2] != 'i':
+		return b[:n-1]
+	}
+	return b
+}
+
+// stopwords are dropped before stemming: English function words, the
+// politeness and filler of chat turns, and the words every tool description
+// uses ("get", "returns", "specified") that say nothing about the task.
+var stopwords = func() map[string]struct{} {
+	m := map[string]struct{}{}
+	for _, w := range strings.Fields(`
+a about above after again against all also am an and any are as at be because been
+before being below between both but by can could did do does doing done down during each
+either else etc even ever every few for from further had has have having he her here hers
+herself him himself his how however if in into is it its itself just least less let like
+may me might more most much must my myself neither no nor not now of off often on once only
+or other our ours ourselves out over own per please rather same shall she should since so
+some such than that the their theirs them themselves then there these they this those
+though through thus to too under until up upon us very via was we were what whatever when
+where whether which while who whom whose why will with within without would yet you your
+yours yourself yourselves ok okay hi hello hey thanks thank sure yes want wants need needs
+help know tell give show let lets make makes go going get gets got set sets use uses used
+using tool tools function functions call calls called return returns returned given specified
+provided provide provides optional required result results input output
+parameter parameters field fields object string number boolean array type default e.g i.e
+`) {
+		m[w] = struct{}{}
+	}
+	return m
+}()
+
+// defaultHints are the built-in task-type hints: when a trigger word appears
+// in the conversation, tools whose name or description use a boost word gain
+// relevance, so "what is ETH worth" finds get_token_price.
+var defaultHints = []hintConfig{
+	{When: []string{"price", "prices", "quote", "worth", "cost", "value", "valuation", "market", "chart", "ohlc", "candle", "ticker", "rate", "expensive", "cheap"},
+		Boost: []string{"price", "quote", "market", "oracle", "ticker", "chart", "candle", "ohlc", "rate", "feed"}},
+	{When: []string{"swap", "trade", "buy", "sell", "exchange", "convert", "slippage", "route", "dex"},
+		Boost: []string{"swap", "trade", "order", "quote", "route", "dex", "exchange", "slippage", "aggregator"}},
+	{When: []string{"balance", "balances", "portfolio", "holdings", "hold", "wallet", "funds", "net"},
+		Boost: []string{"balance", "portfolio", "holding", "wallet", "account", "position", "asset"}},
+	{When: []string{"borrow", "lend", "loan", "collateral", "liquidation", "liquidated", "health", "leverage", "debt", "repay"},
+		Boost: []string{"borrow", "lend", "lending", "loan", "collateral", "liquidation", "health", "position", "debt", "repay", "reserve"}},
+	{When: []string{"yield", "apy", "apr", "interest", "stake", "staking", "farm", "rewards", "vault"},
+		Boost: []string{"yield", "apy", "apr", "rate", "stake", "staking", "reward", "vault", "farm", "pool"}},
+	{When: []string{"liquidity", "pool", "lp", "range", "rebalance", "impermanent"},
+		Boost: []string{"liquidity", "pool", "lp", "position", "range", "tick", "fee", "rebalance"}},
+	{When: []string{"send", "transfer", "pay", "payment", "bridge"},
+		Boost: []string{"transfer", "send", "payment", "bridge", "recipient"}},
+	{When: []string{"gas", "fee", "fees", "transaction", "tx", "nonce", "confirm", "pending", "receipt"},
+		Boost: []string{"gas", "fee", "transaction", "tx", "nonce", "receipt", "simulate", "estimate"}},
+	{When: []string{"risk", "volatility", "volatile", "exposure", "drawdown"},
+		Boost: []string{"risk", "volatility", "exposure", "health", "liquidation", "simulate"}},
+	{When: []string{"search", "find", "lookup", "news", "research", "web"},
+		Boost: []string{"search", "query", "find", "lookup", "news", "web", "browse"}},
+	{When: []string{"file", "files", "read", "write", "edit", "code", "directory", "folder"},
+		Boost: []string{"file", "read", "write", "edit", "directory", "path", "code"}},
+	{When: []string{"email", "mail", "message", "notify", "alert", "slack"},
+		Boost: []string{"email", "mail", "message", "notify", "notification", "alert", "send"}},
+	{When: []string{"schedule", "meeting", "calendar", "remind", "reminder"},
+		Boost: []string{"calendar", "event", "schedule", "meeting", "reminder"}},
+}
