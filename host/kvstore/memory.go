@@ -5,6 +5,7 @@ package kvstore
 import (
 	"container/list"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 )
@@ -86,6 +87,24 @@ func (m *Memory) Delete(key string) error {
 		m.remove(el)
 	}
 	return nil
+}
+
+// DeletePrefix removes every key that starts with prefix and returns how many
+// it removed (expired keys included). It walks the whole store under the lock,
+// so it is meant for rare administrative flushes (a plugin's cache for one
+// tenant, or for all tenants), not for the request path. An empty prefix
+// removes everything.
+func (m *Memory) DeletePrefix(prefix string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for key, el := range m.items {
+		if strings.HasPrefix(key, prefix) {
+			m.remove(el) // deleting the current key while ranging is allowed
+			n++
+		}
+	}
+	return n
 }
 
 // Len reports the number of keys held (expired ones included until touched).

@@ -1,0 +1,160 @@
+package kvstore
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The key layout the sandbox uses (host/sandbox namespacedKey, sharedKey):
+// "<plugin>\x00<len(tenant)>:<tenant><key>" and "<plugin>\x00*<key>".
+func tenantKey(plugin, tenant, key string) string {
+	return plugin + "\x00" + strconv.Itoa(len(tenant)) + ":" + tenant + key
+}
+
+func sharedKey(plugin, key string) string { return plugin + "\x00*" + key }
+
+func mustGet(t *testing.T, m *Memory, key string, want bool) {
+	t.Helper()
+	if _, ok := m.Get(key); ok != want {
+		t.Fatalf("Get(%q) present = %v, want %v", key, ok, want)
+	}
+}
+
+func TestMemoryGetPutTTL(t *testing.T) {
+	m := NewMemory(1 << 20)
+	now := time.Unix(1000, 0)
+	m.now = func() time.Time { return now }
+	if err := m.Put("a", []byte("1"), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Put("b", []byte("2"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := m.Get("a"); !ok || string(v) != "1" {
+		t.Fatalf("a = %q %v", v, ok)
+	}
+	now = now.Add(time.Second)
+	mustGet(t, m, "a", false) // expires exactly at its deadline
+	mustGet(t, m, "b", true)  // no TTL: never expires
+	if err := m.Delete("b"); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, m, "b", false)
+	if err := m.Delete("absent"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMemoryEvictsLeastRecentlyUsed(t *testing.T) {
+	m := NewMemory(3 * size("k0", make([]byte, 10)))
+	for i := range 3 {
+		m.Put("k"+strconv.Itoa(i), make([]byte, 10), 0)
+	}
+	m.Get("k0") // k1 is now the least recently used
+	m.Put("k3", make([]byte, 10), 0)
+	mustGet(t, m, "k1", false)
+	for _, k := range []string{"k0", "k2", "k3"} {
+		mustGet(t, m, k, true)
+	}
+	if err := m.Put("huge", make([]byte, 1000), 0); err != ErrTooLarge {
+		t.Fatalf("oversized value: %v", err)
+	}
+}
+
+func TestMemoryDeletePrefix(t *testing.T) {
+	m := NewMemory(1 << 20)
+	now := time.Unix(1000, 0)
+	m.now = func() time.Time { return now }
+	keys := []string{
+		tenantKey("hashcache", "acme", "r:1"),
+		tenantKey("hashcache", "acme", "r:2"),
+		tenantKey("hashcache", "acme2", "r:1"), // a tenant whose name extends "acme"
+		tenantKey("hashcache", "ac", "mer:1"),  // forged to look like acme's keys without the length prefix
+		tenantKey("hashcache", "", "r:1"),      // the empty tenant (plugin init)
+		sharedKey("hashcache", "r:1"),
+		tenantKey("hashcache2", "acme", "r:1"), // another plugin whose name extends "hashcache"
+		tenantKey("promptcache", "acme", "s:x"),
+	}
+	for _, k := range keys {
+		if err := m.Put(k, []byte("v"), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One expired key under the prefix: counted and removed as well.
+	m.Put(tenantKey("hashcache", "acme", "r:old"), []byte("v"), time.Second)
+	now = now.Add(2 * time.Second)
+	used := m.used
+
+	// One tenant of one plugin.
+	if n := m.DeletePrefix(tenantKey("hashcache", "acme", "")); n != 3 {
+		t.Fatalf("tenant flush removed %d keys, want 3", n)
+	}
+	mustGet(t, m, keys[0], false)
+	mustGet(t, m, keys[1], false)
+	for _, k := range keys[2:] {
+		mustGet(t, m, k, true)
+	}
+	freed := size(keys[0], []byte("v")) + size(keys[1], []byte("v")) + size(tenantKey("hashcache", "acme", "r:old"), []byte("v"))
+	if want := used - freed; m.used != want {
+		t.Fatalf("used = %d after the flush, want %d (freed bytes must be returned to the budget)", m.used, want)
+	}
+
+	// The shared space of one plugin.
+	if n := m.DeletePrefix(sharedKey("hashcache", "")); n != 1 {
+		t.Fatalf("shared flush removed %d", n)
+	}
+	mustGet(t, m, keys[5], false)
+
+	// Everything of one plugin (every tenant and the shared space), not
+	// another plugin whose name merely starts the same way.
+	if n := m.DeletePrefix("hashcache\x00"); n != 3 {
+		t.Fatalf("plugin flush removed %d, want 3", n)
+	}
+	mustGet(t, m, keys[6], true)
+	mustGet(t, m, keys[7], true)
+	if m.Len() != 2 {
+		t.Fatalf("Len = %d", m.Len())
+	}
+
+	// Nothing matches: nothing removed.
+	if n := m.DeletePrefix("nope\x00"); n != 0 {
+		t.Fatalf("removed %d", n)
+	}
+	// The empty prefix empties the store and its byte budget.
+	if n := m.DeletePrefix(""); n != 2 || m.Len() != 0 || m.used != 0 || m.lru.Len() != 0 {
+		t.Fatalf("removed %d, Len %d, used %d, lru %d", n, m.Len(), m.used, m.lru.Len())
+	}
+}
+
+// DeletePrefix runs concurrently with readers and writers (go test -race).
+func TestMemoryDeletePrefixConcurrent(t *testing.T) {
+	m := NewMemory(1 << 20)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				k := tenantKey("p", fmt.Sprint("t", w), strconv.Itoa(i))
+				m.Put(k, []byte("v"), time.Minute)
+				m.Get(k)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range 50 {
+			m.DeletePrefix(tenantKey("p", "t1", ""))
+		}
+	}()
+	wg.Wait()
+	m.DeletePrefix(tenantKey("p", "t1", ""))
+	for i := range 500 {
+		mustGet(t, m, tenantKey("p", "t1", strconv.Itoa(i)), false)
+		mustGet(t, m, tenantKey("p", "t0", strconv.Itoa(i)), true)
+	}
+}

@@ -1,0 +1,461 @@
+// Command hashcache is layer L3, the exact-match cache: it normalizes the
+// request (timestamps, UUIDs and ephemeral fields stripped, whitespace
+// canonicalized, parallel tool calls and results in a deterministic order),
+// hashes it with the host's SHA-256 together with the model and every
+// parameter that changes the answer, and answers a repeated request from the
+// key/value store without calling the upstream. Misses are stored from the
+// response or stream phase, unless they are tool calls, errors or too short
+// to be worth keeping. See README.md.
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// Headers and annotations.
+const (
+	HeaderCache       = "X-Bardo-Cache"              // hash-hit | miss
+	HeaderSavedTokens = "X-Bardo-Cache-Saved-Tokens" // on a hit: input+output tokens not sent upstream
+	HeaderAge         = "X-Bardo-Cache-Age"          // on a hit: seconds since the entry was stored
+	HeaderKey         = "X-Bardo-Cache-Key"          // the first 16 hex digits of the key
+
+	// AnnotationKey carries a miss's key (hex) from the request phase to the
+	// response and stream phases of the same request.
+	AnnotationKey = "hashcache.key"
+	// AnnotationTTL carries the TTL (milliseconds) chosen for a miss.
+	AnnotationTTL = "hashcache.ttl_ms"
+	// AnnotationReplayPace paces the host's stream replay of a hit
+	// (host/gateway.AnnotationReplayPace).
+	AnnotationReplayPace = "bardo.replay.pace_ms"
+)
+
+// Metrics (exported as bardo_plugin_<name>{plugin="<layer name>"}).
+const (
+	metricHits        = "hashcache_hits_total"
+	metricMisses      = "hashcache_misses_total"
+	metricStores      = "hashcache_stores_total"
+	metricSkips       = "hashcache_skips_total"
+	metricSavedTokens = "hashcache_saved_tokens_total"
+	metricErrors      = "hashcache_errors_total"
+)
+
+type rawConfig struct {
+	Isolation       string    `json:"isolation"`
+	TTL             string    `json:"ttl"`
+	TTLStatic       string    `json:"ttl_static"`
+	VolatileMarkers *[]string `json:"volatile_markers"`
+	MinTokens       *int64    `json:"min_tokens"`
+	ReplayPaceMs    *int64    `json:"replay_pace_ms"`
+	StripTimestamps *bool     `json:"strip_timestamps"`
+	StripUUIDs      *bool     `json:"strip_uuids"`
+	EphemeralFields *[]string `json:"ephemeral_fields"`
+	IgnoreExtra     *[]string `json:"ignore_extra"`
+	MaxEntryBytes   *int64    `json:"max_entry_bytes"`
+}
+
+type config struct {
+	shared        bool
+	ttl           time.Duration
+	ttlStatic     time.Duration // 0: every entry gets ttl
+	markers       [][]byte      // lower case
+	minTokens     int64
+	pace          string // replay_pace_ms as the annotation's value, "" for none
+	maxEntryBytes int
+}
+
+// Defaults.
+var (
+	defaultMarkers = []string{"price", "market", "quote", "rate", "apy", "apr", "tvl", "volume",
+		"balance", "position", "liquidity", "gas", "volatility", "now", "today", "current", "latest", "live"}
+	defaultFields = []string{"traceId", "requestId", "sessionCounter", "trace_id", "request_id", "session_counter"}
+	defaultIgnore = []string{"metadata", "user", "stream_options", "prompt_cache_key", "prompt_cache_retention",
+		"store", "service_tier", "safety_identifier"}
+)
+
+var (
+	cfg  config
+	keys keyBuilder
+	enc  wire.Encoder
+)
+
+func init() {
+	plugin.RegisterLayer(plugin.Layer{
+		Name:       "hashcache",
+		Version:    "1.0.0",
+		Phases:     wire.PhaseRequest | wire.PhaseResponse | wire.PhaseStream,
+		Reads:      wire.PartAll,
+		Init:       initConfig,
+		OnRequest:  onRequest,
+		OnResponse: onResponse,
+		OnStream:   onStream,
+	})
+}
+
+func main() {}
+
+func initConfig() error {
+	var rc rawConfig
+	if b := plugin.Config(); len(b) > 0 {
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&rc); err != nil {
+			return fmt.Errorf("hashcache config: %w", err)
+		}
+	}
+	c, n, ignore, err := parseConfig(&rc)
+	if err != nil {
+		return fmt.Errorf("hashcache config: %w", err)
+	}
+	cfg = c
+	keys = keyBuilder{n: n, ignore: ignore}
+	warmUp()
+	return nil
+}
+
+// warmUp runs the key builder once on a small request with every kind of
+// block, at Init, so the first real request of a fresh instance does not
+// pay first-use costs (the builder's buffers, the guest heap's first
+// growth) inside its timeout.
+func warmUp() {
+	req := wire.Request{
+		Model:  "warm-up",
+		System: []wire.Block{{Type: wire.BlockText, Text: "system 2025-01-01T00:00:00Z"}},
+		Messages: []wire.Message{
+			{Role: "user", Content: []wire.Block{{Type: wire.BlockText, Text: `{"traceId":"x"} 123e4567-e89b-12d3-a456-426614174000`}}},
+			{Role: "assistant", Content: []wire.Block{
+				{Type: wire.BlockToolUse, ID: "a", Name: "t1", Data: []byte(`{}`)},
+				{Type: wire.BlockToolUse, ID: "b", Name: "t0", Data: []byte(`{}`)}}},
+			{Role: "user", Content: []wire.Block{
+				{Type: wire.BlockToolResult, ID: "a", Text: "1"},
+				{Type: wire.BlockToolResult, ID: "b", Text: "2"},
+				{Type: wire.BlockImage, Data: []byte(`{"type":"url","url":"x"}`)}}},
+		},
+		Tools:  []wire.Tool{{Name: "t1"}, {Name: "t0"}},
+		Params: wire.Params{Set: wire.HasTemperature | wire.HasMaxTokens, Temperature: 0.5, MaxTokens: 10, Stop: []string{"x"}},
+		Extra:  []byte(`{"a":1}`),
+	}
+	sum := plugin.SHA256(keys.build(&req))
+	_ = hex.EncodeToString(sum[:])
+}
+
+func parseConfig(rc *rawConfig) (c config, n *normalizer, ignore []string, err error) {
+	switch rc.Isolation {
+	case "", "tenant":
+	case "shared":
+		c.shared = true
+	default:
+		return c, nil, nil, fmt.Errorf(`isolation = %q: want "tenant" or "shared"`, rc.Isolation)
+	}
+	dur := func(name, s, def string) (time.Duration, error) {
+		if s == "" {
+			s = def
+		}
+		if s == "" {
+			return 0, nil
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			return 0, fmt.Errorf("%s = %q: want a duration such as \"300s\"", name, s)
+		}
+		return d, nil
+	}
+	if c.ttl, err = dur("ttl", rc.TTL, "300s"); err != nil {
+		return
+	}
+	if c.ttl < time.Second {
+		return c, nil, nil, fmt.Errorf("ttl = %q: at least 1s", rc.TTL)
+	}
+	if c.ttlStatic, err = dur("ttl_static", rc.TTLStatic, ""); err != nil {
+		return
+	}
+	markers := defaultMarkers
+	if rc.VolatileMarkers != nil {
+		markers = *rc.VolatileMarkers
+	}
+	for _, m := range markers {
+		if m = string(bytes.ToLower([]byte(m))); m != "" {
+			c.markers = append(c.markers, []byte(m))
+		}
+	}
+	c.minTokens = 10
+	if rc.MinTokens != nil {
+		c.minTokens = *rc.MinTokens
+	}
+	pace := int64(30)
+	if rc.ReplayPaceMs != nil {
+		pace = *rc.ReplayPaceMs
+	}
+	if pace < 0 || pace > 1000 {
+		return c, nil, nil, fmt.Errorf("replay_pace_ms = %d: want 0–1000", pace)
+	}
+	if pace > 0 {
+		c.pace = strconv.FormatInt(pace, 10)
+	}
+	c.maxEntryBytes = 1 << 20
+	if rc.MaxEntryBytes != nil {
+		if *rc.MaxEntryBytes < 1024 || *rc.MaxEntryBytes > 16<<20 {
+			return c, nil, nil, fmt.Errorf("max_entry_bytes = %d: want 1024–16777216", *rc.MaxEntryBytes)
+		}
+		c.maxEntryBytes = int(*rc.MaxEntryBytes)
+	}
+	fields := defaultFields
+	if rc.EphemeralFields != nil {
+		fields = *rc.EphemeralFields
+	}
+	for _, f := range fields {
+		if f == "" || bytes.ContainsAny([]byte(f), "\"\\") {
+			return c, nil, nil, fmt.Errorf("ephemeral_fields: %q is not a plain field name", f)
+		}
+	}
+	ignore = defaultIgnore
+	if rc.IgnoreExtra != nil {
+		ignore = *rc.IgnoreExtra
+	}
+	n = newNormalizer(rc.StripTimestamps == nil || *rc.StripTimestamps, rc.StripUUIDs == nil || *rc.StripUUIDs, fields)
+	return c, n, ignore, nil
+}
+
+func kvGet(key string) ([]byte, bool) {
+	if cfg.shared {
+		return plugin.KVGetShared(key)
+	}
+	return plugin.KVGet(key)
+}
+
+func kvPut(key string, val []byte, ttl time.Duration) error {
+	if cfg.shared {
+		return plugin.KVPutShared(key, val, ttl)
+	}
+	return plugin.KVPut(key, val, ttl)
+}
+
+func kvDelete(key string) {
+	if cfg.shared {
+		plugin.KVDeleteShared(key)
+	} else {
+		plugin.KVDelete(key)
+	}
+}
+
+// storeKey is the kv key of a hex cache key.
+func storeKey(hexKey string) string { return "r:" + hexKey }
+
+func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
+	canon := keys.build(&req.Request)
+	sum := plugin.SHA256(canon)
+	hexKey := hex.EncodeToString(sum[:])
+	res.Headers = append(res.Headers, wire.KV{Key: HeaderKey, Value: hexKey[:16]})
+
+	if v, ok := kvGet(storeKey(hexKey)); ok {
+		resp, storedMs, err := decodeEntry(v)
+		if err == nil {
+			// A fresh id in the caller's dialect: the host makes one for an
+			// answer that has none.
+			resp.ID = ""
+			saved := resp.Usage.InputTokens + resp.Usage.CacheReadTokens + resp.Usage.CacheWriteTokens + resp.Usage.OutputTokens
+			age := (plugin.Now().UnixMilli() - storedMs) / 1000
+			res.Action = wire.ActionAnswer
+			res.Answer = &resp
+			res.Headers = append(res.Headers,
+				wire.KV{Key: HeaderCache, Value: "hash-hit"},
+				wire.KV{Key: HeaderSavedTokens, Value: strconv.FormatInt(saved, 10)},
+				wire.KV{Key: HeaderAge, Value: strconv.FormatInt(max(age, 0), 10)})
+			if cfg.pace != "" {
+				res.Annotations = append(res.Annotations, wire.KV{Key: AnnotationReplayPace, Value: cfg.pace})
+			}
+			plugin.CounterAdd(metricHits, 1)
+			plugin.CounterAdd(metricSavedTokens, float64(saved))
+			return nil
+		}
+		// An entry this version cannot read: drop it and treat as a miss.
+		kvDelete(storeKey(hexKey))
+		plugin.CounterAdd(metricErrors, 1)
+	}
+
+	ttl := cfg.ttl
+	if cfg.ttlStatic > 0 && !hasMarker(canon[keys.msgStart:keys.msgEnd], cfg.markers) {
+		ttl = cfg.ttlStatic
+	}
+	res.Headers = append(res.Headers, wire.KV{Key: HeaderCache, Value: "miss"})
+	res.Annotations = append(res.Annotations,
+		wire.KV{Key: AnnotationKey, Value: hexKey},
+		wire.KV{Key: AnnotationTTL, Value: strconv.FormatInt(ttl.Milliseconds(), 10)})
+	plugin.CounterAdd(metricMisses, 1)
+	return nil
+}
+
+// missOf returns the key and TTL the request phase chose for this request, or
+// ok false when there is nothing to store: the request was a hit, this layer
+// did not see the request, or another layer answered it locally (a cached
+// answer is never stored again).
+func missOf(m *wire.Meta) (hexKey string, ttl time.Duration, ok bool) {
+	ttl = cfg.ttl
+	for i := len(m.Annotations) - 1; i >= 0; i-- {
+		a := &m.Annotations[i]
+		switch a.Key {
+		case AnnotationReplayPace:
+			return "", 0, false
+		case AnnotationTTL:
+			if ms, err := strconv.ParseInt(a.Value, 10, 64); err == nil && ms > 0 {
+				ttl = time.Duration(ms) * time.Millisecond
+			}
+		case AnnotationKey:
+			if len(a.Value) != 64 {
+				return "", 0, false
+			}
+			hexKey, ok = a.Value, true
+		}
+	}
+	return hexKey, ttl, ok
+}
+
+// storable reports whether a response may be cached: never a tool call, an
+// error-like stop, an empty answer or one shorter than min_tokens.
+func storable(r *wire.Response) bool {
+	switch r.StopReason {
+	case wire.StopToolUse, wire.StopPauseTurn, wire.StopRefusal, wire.StopContentFilter:
+		return false
+	}
+	if len(r.Content) == 0 {
+		return false
+	}
+	textBytes := 0
+	for i := range r.Content {
+		switch r.Content[i].Type {
+		case wire.BlockToolUse:
+			return false
+		case wire.BlockText, wire.BlockThinking:
+			textBytes += len(r.Content[i].Text)
+		}
+	}
+	out := r.Usage.OutputTokens
+	if out <= 0 {
+		out = int64((textBytes + 3) / 4) // no usage reported: estimate
+	}
+	return out >= cfg.minTokens
+}
+
+func store(hexKey string, ttl time.Duration, r *wire.Response) {
+	if !storable(r) {
+		plugin.CounterAdd(metricSkips, 1)
+		return
+	}
+	v := encodeEntry(&enc, r, plugin.Now().UnixMilli())
+	if len(v) > cfg.maxEntryBytes {
+		plugin.CounterAdd(metricSkips, 1)
+		return
+	}
+	if err := kvPut(storeKey(hexKey), v, ttl); err != nil {
+		plugin.CounterAdd(metricErrors, 1)
+		plugin.Logf(plugin.LevelWarn, "hashcache: storing an entry failed: %v", err)
+		return
+	}
+	plugin.CounterAdd(metricStores, 1)
+}
+
+func onResponse(in *wire.LayerResponse, res *wire.LayerResponseResult) error {
+	if hexKey, ttl, ok := missOf(&in.Meta); ok {
+		store(hexKey, ttl, &in.Response)
+	}
+	return nil
+}
+
+func onStream(in *wire.LayerStream, res *wire.LayerStreamResult) error {
+	res.Events = in.Events // the events pass unchanged
+	st := in.State
+	if len(st) == 0 {
+		hexKey, ttl, ok := missOf(&in.Meta)
+		if !ok {
+			res.State = []byte{stateSkip}
+			return nil
+		}
+		st = append(make([]byte, 0, 256), stateCollect)
+		st = appendStr(st, hexKey)
+		st = binary.AppendUvarint(st, uint64(ttl.Milliseconds()))
+	}
+	if st[0] != stateCollect {
+		res.State = st[:1]
+		return nil
+	}
+	for i := range in.Events {
+		ev := &in.Events[i]
+		if ev.Type == wire.EventError ||
+			(ev.Type == wire.EventBlockStart && ev.Block.Type == wire.BlockToolUse) ||
+			(ev.Type == wire.EventMessageDelta && ev.StopReason == wire.StopToolUse) {
+			plugin.CounterAdd(metricSkips, 1)
+			res.State = []byte{stateSkip}
+			return nil
+		}
+		st = appendRecord(st, ev)
+	}
+	if len(st) > cfg.maxEntryBytes {
+		plugin.CounterAdd(metricSkips, 1)
+		res.State = []byte{stateSkip}
+		return nil
+	}
+	if !in.Final {
+		res.State = st
+		return nil
+	}
+	r := reader{b: st[1:]}
+	hexKey := r.str()
+	ttl := time.Duration(r.uvarint()) * time.Millisecond
+	resp, complete := rebuild(r.b)
+	if r.bad || !complete {
+		plugin.CounterAdd(metricSkips, 1)
+	} else {
+		store(hexKey, ttl, &resp)
+	}
+	res.State = []byte{stateSkip}
+	return nil
+}
+
+// hasMarker reports whether text holds one of the (lower-case) markers at the
+// start of a word, case-insensitively ("price" matches "Prices").
+func hasMarker(text []byte, markers [][]byte) bool {
+	if len(markers) == 0 {
+		return false
+	}
+	for i := 0; i < len(text); {
+		for i < len(text) && !isWord(text[i]) {
+			i++
+		}
+		w := i
+		for i < len(text) && isWord(text[i]) {
+			i++
+		}
+		word := text[w:i]
+		for _, m := range markers {
+			if len(word) >= len(m) && equalFoldASCII(word[:len(m)], m) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isWord(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
+}
+
+func equalFoldASCII(a, lower []byte) bool {
+	for i := range lower {
+		c := a[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}

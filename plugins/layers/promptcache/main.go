@@ -1,0 +1,587 @@
+// Command promptcache is layer L1, prompt-cache alignment: it keeps the
+// stable part of a request (tool definitions, the system prompt) first and in
+// a deterministic order, marks the static/dynamic boundary with Anthropic
+// cache_control breakpoints (within Anthropic's limit of four, the caller's
+// own included, never moving or dropping the caller's), optionally sets an
+// OpenAI-style prompt_cache_key, and reports the stable prefix's size and
+// whether it matched the previous request of the same session. A request
+// that needs nothing is left untouched, so its bytes pass through. See
+// README.md.
+package main
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// Headers and annotations.
+const (
+	HeaderPrefixTokens = "X-Bardo-Prefix-Tokens"     // estimated tokens of the stable prefix (bytes/4)
+	HeaderPrefixBytes  = "X-Bardo-Prefix-Bytes"      // bytes of the stable prefix
+	HeaderPrefixMatch  = "X-Bardo-Prefix-Match"      // hit | miss against the session's previous request
+	HeaderBreakpoints  = "X-Bardo-Cache-Breakpoints" // breakpoints this layer added
+
+	AnnotationPrefixHash   = "promptcache.prefix_hash" // 32 hex digits, for routing (session/KV-cache affinity)
+	AnnotationPrefixTokens = "promptcache.prefix_tokens"
+)
+
+// Metrics (exported as bardo_plugin_<name>{plugin="<layer name>"}).
+const (
+	metricBreakpoints    = "promptcache_breakpoints_added_total"
+	metricPrefixHits     = "promptcache_prefix_hits_total"
+	metricPrefixMisses   = "promptcache_prefix_misses_total"
+	metricToolsReordered = "promptcache_tools_reordered_total"
+	metricSystemMoved    = "promptcache_system_reordered_total"
+	metricCacheKeys      = "promptcache_cache_keys_set_total"
+)
+
+// maxBreakpoints is Anthropic's limit of cache_control blocks per request.
+const maxBreakpoints = 4
+
+type rawConfig struct {
+	Target             string `json:"target"`
+	SortTools          *bool  `json:"sort_tools"`
+	CacheTurns         *bool  `json:"cache_turns"`
+	MoveVolatileSystem bool   `json:"move_volatile_system"`
+	MinPrefixTokens    *int64 `json:"min_prefix_tokens"`
+	CacheTTL           string `json:"cache_ttl"`
+	PromptCacheKey     bool   `json:"prompt_cache_key"`
+	AffinityTTL        string `json:"affinity_ttl"`
+}
+
+type config struct {
+	target          wire.Dialect // DialectNone: auto
+	sortTools       bool
+	cacheTurns      bool
+	moveVolatile    bool
+	minPrefixTokens int64
+	cacheControl    []byte
+	promptCacheKey  bool
+	affinityTTL     time.Duration
+}
+
+var (
+	cfg config
+	buf []byte // the stable prefix being hashed (reused)
+)
+
+func init() {
+	plugin.RegisterLayer(plugin.Layer{
+		Name:      "promptcache",
+		Version:   "1.0.0",
+		Phases:    wire.PhaseRequest,
+		Reads:     wire.PartModel | wire.PartSystem | wire.PartTools | wire.PartMessages | wire.PartExtra,
+		Writes:    wire.PartSystem | wire.PartTools | wire.PartMessages | wire.PartExtra,
+		Init:      initConfig,
+		OnRequest: onRequest,
+	})
+}
+
+func main() {}
+
+func initConfig() error {
+	var rc rawConfig
+	if b := plugin.Config(); len(b) > 0 {
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&rc); err != nil {
+			return fmt.Errorf("promptcache config: %w", err)
+		}
+	}
+	c, err := parseConfig(&rc)
+	if err != nil {
+		return fmt.Errorf("promptcache config: %w", err)
+	}
+	cfg = c
+	return nil
+}
+
+func parseConfig(rc *rawConfig) (c config, err error) {
+	switch rc.Target {
+	case "", "auto":
+	case "anthropic":
+		c.target = wire.DialectAnthropic
+	case "openai":
+		c.target = wire.DialectOpenAI
+	default:
+		return c, fmt.Errorf(`target = %q: want "auto", "anthropic" or "openai"`, rc.Target)
+	}
+	c.sortTools = rc.SortTools == nil || *rc.SortTools
+	c.cacheTurns = rc.CacheTurns == nil || *rc.CacheTurns
+	c.moveVolatile = rc.MoveVolatileSystem
+	c.minPrefixTokens = 1024
+	if rc.MinPrefixTokens != nil {
+		if *rc.MinPrefixTokens < 0 {
+			return c, fmt.Errorf("min_prefix_tokens = %d: not negative", *rc.MinPrefixTokens)
+		}
+		c.minPrefixTokens = *rc.MinPrefixTokens
+	}
+	switch rc.CacheTTL {
+	case "", "5m":
+		c.cacheControl = []byte(`{"type":"ephemeral"}`)
+	case "1h":
+		c.cacheControl = []byte(`{"type":"ephemeral","ttl":"1h"}`)
+	default:
+		return c, fmt.Errorf(`cache_ttl = %q: Anthropic offers "5m" (the default) and "1h"`, rc.CacheTTL)
+	}
+	c.promptCacheKey = rc.PromptCacheKey
+	ttl := rc.AffinityTTL
+	if ttl == "" {
+		ttl = "300s"
+	}
+	if c.affinityTTL, err = time.ParseDuration(ttl); err != nil || c.affinityTTL < time.Second {
+		return c, fmt.Errorf("affinity_ttl = %q: want a duration of at least 1s, such as \"300s\"", rc.AffinityTTL)
+	}
+	return c, nil
+}
+
+// targetOf decides whose prompt cache the request is shaped for: the
+// configured target, else Anthropic when the caller speaks Anthropic or the
+// model is a Claude model (also under a router's vendor/ prefix), else OpenAI.
+func targetOf(m *wire.Meta, model string) wire.Dialect {
+	if cfg.target != wire.DialectNone {
+		return cfg.target
+	}
+	if m.Dialect == wire.DialectAnthropic || strings.Contains(model, "claude") || strings.Contains(m.Model, "claude") {
+		return wire.DialectAnthropic
+	}
+	return wire.DialectOpenAI
+}
+
+func onRequest(in *wire.LayerRequest, res *wire.LayerResult) error {
+	req := &in.Request
+	target := targetOf(&in.Meta, req.Model)
+	var patched wire.Part
+
+	// Tool definitions in name order: offering tools in a different order
+	// would start a new prefix. A caller who placed its own breakpoint among
+	// the tools chose their layout; it is kept.
+	tools := req.Tools
+	if cfg.sortTools && len(tools) > 1 && !toolsSorted(tools) && !toolsMarked(tools) {
+		tools = slices.Clone(tools)
+		slices.SortStableFunc(tools, func(a, b wire.Tool) int { return strings.Compare(a.Name, b.Name) })
+		patched |= wire.PartTools
+		plugin.CounterAdd(metricToolsReordered, 1)
+	}
+
+	// The system prompt up to its first volatile block (a timestamp or a
+	// UUID in it) is stable. Optionally, volatile blocks move after the
+	// stable ones, unless the caller placed breakpoints in the system prompt.
+	sys := req.System
+	stable := len(sys)
+	for i := range sys {
+		if volatile(&sys[i]) {
+			stable = i
+			break
+		}
+	}
+	if cfg.moveVolatile && stable < len(sys) && !blocksMarked(sys) {
+		if moved, n := moveVolatile(sys); n > stable {
+			sys, stable = moved, n
+			patched |= wire.PartSystem
+			plugin.CounterAdd(metricSystemMoved, 1)
+		}
+	}
+
+	// The stable prefix: model, tools, stable system blocks.
+	buf = append(buf[:0], req.Model...)
+	buf = append(buf, 0)
+	for i := range tools {
+		t := &tools[i]
+		buf = append(buf, t.Name...)
+		buf = append(buf, 0x1f)
+		buf = append(buf, t.Description...)
+		buf = append(buf, 0x1f)
+		buf = append(buf, t.Schema...)
+		buf = append(buf, 0x1e)
+	}
+	buf = append(buf, 0x1d)
+	for i := range sys[:stable] {
+		buf = strconv.AppendInt(buf, int64(sys[i].Type), 10)
+		buf = append(buf, ':')
+		buf = append(buf, sys[i].Text...)
+		buf = append(buf, sys[i].Data...)
+		buf = append(buf, 0x1e)
+	}
+	prefixBytes := int64(len(buf) - len(req.Model) - 1)
+	prefixTokens := prefixBytes / 4
+	sum := plugin.SHA256(buf)
+
+	// Breakpoints, Anthropic only: the last stable system block (it caches
+	// tools and system), the last tool (tools survive a system change),
+	// then the last turn before the newest message (the conversation so
+	// far). Never more than four in all, the caller's own included.
+	added := 0
+	if target == wire.DialectAnthropic {
+		slots := maxBreakpoints - countMarks(sys, tools, req.Messages)
+		if slots > 0 && prefixTokens >= cfg.minPrefixTokens && stable > 0 && markable(&sys[stable-1]) {
+			if patched&wire.PartSystem == 0 {
+				sys = slices.Clone(sys)
+			}
+			sys[stable-1].CacheControl = cfg.cacheControl
+			patched |= wire.PartSystem
+			slots--
+			added++
+		}
+		if n := len(tools); slots > 0 && prefixTokens >= cfg.minPrefixTokens && n > 0 && tools[n-1].CacheControl == nil {
+			if patched&wire.PartTools == 0 {
+				tools = slices.Clone(tools)
+			}
+			tools[n-1].CacheControl = cfg.cacheControl
+			patched |= wire.PartTools
+			slots--
+			added++
+		}
+		if slots > 0 && cfg.cacheTurns && len(req.Messages) >= 3 {
+			turn := &req.Messages[len(req.Messages)-2]
+			if b := lastMarkable(turn.Content); b >= 0 && turn.Content[b].CacheControl == nil &&
+				prefixTokens+historyBytes(req.Messages[:len(req.Messages)-1])/4 >= cfg.minPrefixTokens {
+				turn.Content[b].CacheControl = cfg.cacheControl
+				patched |= wire.PartMessages
+				added++
+			}
+		}
+	}
+
+	// prompt_cache_key (OpenAI, Venice): not for Anthropic, whose API
+	// refuses unknown top-level fields.
+	extra := req.Extra
+	if cfg.promptCacheKey && target != wire.DialectAnthropic && !hasMember(extra, "prompt_cache_key") {
+		extra = withMember(extra, "prompt_cache_key", "bardo-"+hex.EncodeToString(sum[:12]))
+		patched |= wire.PartExtra
+		plugin.CounterAdd(metricCacheKeys, 1)
+	}
+
+	match := prefixMatch(&in.Meta, sum[:16])
+
+	res.Patched = patched
+	res.Request.System, res.Request.Tools, res.Request.ToolChoice = sys, tools, req.ToolChoice
+	res.Request.Messages, res.Request.Extra = req.Messages, extra
+	hashHex := hex.EncodeToString(sum[:16])
+	res.Headers = append(res.Headers,
+		wire.KV{Key: HeaderPrefixTokens, Value: strconv.FormatInt(prefixTokens, 10)},
+		wire.KV{Key: HeaderPrefixBytes, Value: strconv.FormatInt(prefixBytes, 10)},
+		wire.KV{Key: HeaderPrefixMatch, Value: match},
+		wire.KV{Key: HeaderBreakpoints, Value: strconv.Itoa(added)})
+	res.Annotations = append(res.Annotations,
+		wire.KV{Key: AnnotationPrefixHash, Value: hashHex},
+		wire.KV{Key: AnnotationPrefixTokens, Value: strconv.FormatInt(prefixTokens, 10)})
+	if added > 0 {
+		plugin.CounterAdd(metricBreakpoints, float64(added))
+	}
+	return nil
+}
+
+// prefixMatch compares the stable prefix with the previous request of the
+// same session (Meta.Session; without one, requests with the same prefix
+// are one session) and remembers it for affinity_ttl, which is refreshed on
+// every request like a provider's cache.
+func prefixMatch(m *wire.Meta, sum []byte) string {
+	var key string
+	switch {
+	case m.Session == "":
+		key = "p:" + hex.EncodeToString(sum)
+	case len(m.Session) > 200:
+		s := plugin.SHA256([]byte(m.Session))
+		key = "s#" + hex.EncodeToString(s[:16])
+	default:
+		key = "s:" + m.Session
+	}
+	prev, ok := plugin.KVGet(key)
+	hit := ok && bytes.Equal(prev, sum)
+	if err := plugin.KVPut(key, sum, cfg.affinityTTL); err != nil {
+		plugin.Logf(plugin.LevelWarn, "promptcache: remembering the prefix failed: %v", err)
+	}
+	if hit {
+		plugin.CounterAdd(metricPrefixHits, 1)
+		return "hit"
+	}
+	plugin.CounterAdd(metricPrefixMisses, 1)
+	return "miss"
+}
+
+func toolsSorted(ts []wire.Tool) bool {
+	for i := 1; i < len(ts); i++ {
+		if ts[i].Name < ts[i-1].Name {
+			return false
+		}
+	}
+	return true
+}
+
+func toolsMarked(ts []wire.Tool) bool {
+	for i := range ts {
+		if ts[i].CacheControl != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func blocksMarked(bs []wire.Block) bool {
+	for i := range bs {
+		if bs[i].CacheControl != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// countMarks counts the cache_control breakpoints already in the request.
+func countMarks(sys []wire.Block, tools []wire.Tool, msgs []wire.Message) int {
+	n := 0
+	for i := range sys {
+		if sys[i].CacheControl != nil {
+			n++
+		}
+	}
+	for i := range tools {
+		if tools[i].CacheControl != nil {
+			n++
+		}
+	}
+	for i := range msgs {
+		for j := range msgs[i].Content {
+			if msgs[i].Content[j].CacheControl != nil {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// markable reports whether a block may carry a new breakpoint: a non-empty
+// text block, or an image, document, tool_use or tool_result block (Anthropic
+// refuses cache_control on thinking blocks and empty text), not marked yet.
+func markable(b *wire.Block) bool {
+	if b.CacheControl != nil {
+		return false
+	}
+	switch b.Type {
+	case wire.BlockText:
+		return b.Text != ""
+	case wire.BlockImage, wire.BlockDocument, wire.BlockToolUse, wire.BlockToolResult:
+		return true
+	}
+	return false
+}
+
+// lastMarkable returns the index of the last block that can carry a
+// breakpoint, or -1; a block the caller marked already counts as the last.
+func lastMarkable(bs []wire.Block) int {
+	for i := len(bs) - 1; i >= 0; i-- {
+		if bs[i].CacheControl != nil || markable(&bs[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+func historyBytes(msgs []wire.Message) int64 {
+	var n int64
+	for i := range msgs {
+		for j := range msgs[i].Content {
+			b := &msgs[i].Content[j]
+			n += int64(len(b.Text) + len(b.Data))
+		}
+	}
+	return n
+}
+
+// moveVolatile returns the system blocks with the volatile ones after the
+// stable ones (each group in its order) and the number of stable blocks.
+func moveVolatile(sys []wire.Block) ([]wire.Block, int) {
+	out := make([]wire.Block, 0, len(sys))
+	for i := range sys {
+		if !volatile(&sys[i]) {
+			out = append(out, sys[i])
+		}
+	}
+	n := len(out)
+	for i := range sys {
+		if volatile(&sys[i]) {
+			out = append(out, sys[i])
+		}
+	}
+	return out, n
+}
+
+// volatile reports whether a system block changes from request to request:
+// it holds a timestamp (YYYY-MM-DD[T ]hh:mm:ss) or a UUID.
+func volatile(b *wire.Block) bool {
+	s := b.Text
+	for off := 0; ; {
+		i := strings.IndexByte(s[off:], '-')
+		if i < 0 {
+			return false
+		}
+		j := off + i
+		if digits(s, j-4, 4) && timestampTail(s[j:]) {
+			return true
+		}
+		if hexes(s, j-8, 8) && uuidTail(s[j:]) {
+			return true
+		}
+		off = j + 1
+	}
+}
+
+func timestampTail(t string) bool {
+	return len(t) >= 15 && t[3] == '-' && digits(t, 1, 2) && digits(t, 4, 2) &&
+		(t[6] == 'T' || t[6] == ' ') && digits(t, 7, 2) && t[9] == ':' &&
+		digits(t, 10, 2) && t[12] == ':' && digits(t, 13, 2)
+}
+
+func uuidTail(t string) bool {
+	return len(t) >= 28 && t[5] == '-' && t[10] == '-' && t[15] == '-' &&
+		hexes(t, 1, 4) && hexes(t, 6, 4) && hexes(t, 11, 4) && hexes(t, 16, 12)
+}
+
+func digits(s string, at, n int) bool {
+	if at < 0 || at+n > len(s) {
+		return false
+	}
+	for i := at; i < at+n; i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func hexes(s string, at, n int) bool {
+	if at < 0 || at+n > len(s) {
+		return false
+	}
+	for i := at; i < at+n; i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// hasMember reports whether the JSON object obj has a top-level member key.
+func hasMember(obj []byte, key string) bool {
+	found := false
+	eachMember(obj, func(k []byte) {
+		if string(k) == key {
+			found = true
+		}
+	})
+	return found
+}
+
+// withMember returns obj (a JSON object, or empty) with "key":"value" added
+// first. key and value must not need escaping.
+func withMember(obj []byte, key, value string) []byte {
+	member := `"` + key + `":"` + value + `"`
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return []byte("{" + member + "}")
+	}
+	out := make([]byte, 0, len(obj)+len(member)+1)
+	out = append(out, obj[:i+1]...)
+	out = append(out, member...)
+	if j := skipWS(obj, i+1); j < len(obj) && obj[j] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, obj[i+1:]...)
+}
+
+// eachMember calls fn with the key of every top-level member of a JSON
+// object. It stops quietly on malformed input: the host validated Extra.
+func eachMember(obj []byte, fn func(key []byte)) {
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return
+	}
+	i++
+	for {
+		i = skipWS(obj, i)
+		if i >= len(obj) || obj[i] != '"' {
+			return
+		}
+		ks := i + 1
+		if i = skipString(obj, i); i < 0 {
+			return
+		}
+		fn(obj[ks : i-1])
+		i = skipWS(obj, i)
+		if i >= len(obj) || obj[i] != ':' {
+			return
+		}
+		if i = skipValue(obj, skipWS(obj, i+1)); i < 0 {
+			return
+		}
+		i = skipWS(obj, i)
+		if i >= len(obj) || obj[i] != ',' {
+			return
+		}
+		i++
+	}
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string starting at b[i] ('"'), or -1.
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return -1
+}
+
+// skipValue returns the index after the JSON value starting at b[i], or -1.
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				if i = skipString(b, i); i < 0 {
+					return -1
+				}
+				i--
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return -1
+	}
+	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\n' && b[i] != '\t' && b[i] != '\r' {
+		i++
+	}
+	return i
+}
