@@ -68,6 +68,7 @@ type runtime struct {
 	metrics *telemetry.Registry
 	cache   wazero.CompilationCache
 	mgr     *pipeline.Manager
+	kv      *kvstore.Memory
 }
 
 func start(ctx context.Context, path string) (*runtime, error) {
@@ -82,7 +83,7 @@ func start(ctx context.Context, path string) (*runtime, error) {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
 
-	rt := &runtime{log: log, metrics: telemetry.New()}
+	rt := &runtime{log: log, metrics: telemetry.New(), kv: kvstore.NewMemory(64 << 20)}
 	if dir := cfg.Server.CacheDir; dir != "" {
 		if rt.cache, err = wazero.NewCompilationCacheWithDir(dir); err != nil {
 			return nil, fmt.Errorf("compilation cache %s: %w", dir, err)
@@ -91,7 +92,7 @@ func start(ctx context.Context, path string) (*runtime, error) {
 	rt.mgr, err = pipeline.NewManager(ctx, path, pipeline.Deps{
 		Log:     log,
 		Cache:   rt.cache,
-		KV:      kvstore.NewMemory(64 << 20),
+		KV:      rt.kv,
 		Metrics: rt.metrics,
 	})
 	if err != nil {
@@ -119,6 +120,8 @@ func serve() error {
 		Timeout:   cfg.Server.UpstreamTimeout,
 	}
 	srv := server.New(cfg.Server, gw, rt.metrics, rt.log)
+	// POST /admin/cache/flush, only when an admin token is set.
+	srv.Admin = &server.Admin{Token: os.Getenv("BARDO_ADMIN_TOKEN"), KV: rt.kv}
 	if err := srv.Listen(cfg.Server.Listen); err != nil {
 		return err
 	}

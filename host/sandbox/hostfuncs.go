@@ -89,8 +89,23 @@ func readBytes(m api.Module, ptr, n uint32, limit uint32) ([]byte, bool) {
 // is length-prefixed: no tenant name, whatever bytes it holds, can forge
 // another tenant's prefix. (Plugin names are [a-z0-9-]+.)
 func namespacedKey(cs *callState, key []byte) string {
-	return cs.p.opts.Name + "\x00" + strconv.Itoa(len(cs.info.Tenant)) + ":" + cs.info.Tenant + string(key)
+	return TenantPrefix(cs.p.opts.Name, cs.info.Tenant) + string(key)
 }
+
+// TenantPrefix is the prefix of every kv key plugin (its name in
+// pipeline.toml) stored for tenant: what an administrative flush of one
+// tenant's entries deletes.
+func TenantPrefix(plugin, tenant string) string {
+	return plugin + "\x00" + strconv.Itoa(len(tenant)) + ":" + tenant
+}
+
+// SharedPrefix is the prefix of every kv key in plugin's shared space.
+func SharedPrefix(plugin string) string { return plugin + "\x00*" }
+
+// PluginPrefix is the prefix of every kv key of plugin: each tenant's and
+// the shared space. Plugin names cannot contain a zero byte, so no other
+// plugin's keys share it.
+func PluginPrefix(plugin string) string { return plugin + "\x00" }
 
 func hostLog(ctx context.Context, m api.Module, stack []uint64) {
 	cs := state(ctx)
@@ -146,7 +161,7 @@ func hostKVDeleteShared(ctx context.Context, m api.Module, stack []uint64) {
 // (an opt-in shared cache). The "\x00*" marker cannot collide with a tenant
 // prefix, which always starts with a length.
 func sharedKey(cs *callState, key []byte) string {
-	return cs.p.opts.Name + "\x00*" + string(key)
+	return SharedPrefix(cs.p.opts.Name) + string(key)
 }
 
 type keyFunc func(*callState, []byte) string

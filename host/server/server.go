@@ -27,6 +27,10 @@ type Server struct {
 	Metrics *telemetry.Registry
 	Log     *slog.Logger
 
+	// Admin enables the administrative endpoints (/admin/...); nil or an
+	// empty token leaves them off (404).
+	Admin *Admin
+
 	srv *fasthttp.Server
 	ln  net.Listener
 }
@@ -107,6 +111,11 @@ func (sv *Server) handle(ctx *fasthttp.RequestCtx) {
 		ctx.SetContentType("text/plain; version=0.0.4")
 		sv.Metrics.WriteTo(ctx)
 		return
+	case "/admin/cache/flush":
+		if sv.Admin != nil && sv.Admin.Token != "" {
+			sv.cacheFlush(ctx)
+			return
+		}
 	}
 	if sv.Gateway.Handle(ctx) {
 		return
@@ -118,7 +127,8 @@ func (sv *Server) handle(ctx *fasthttp.RequestCtx) {
 // routeLabel keeps metric label cardinality bounded.
 func routeLabel(ctx *fasthttp.RequestCtx) string {
 	switch p := string(ctx.Path()); p {
-	case "/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens", "/v1/completions", "/v1/models", "/healthz", "/metrics":
+	case "/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens", "/v1/completions", "/v1/models", "/healthz", "/metrics",
+		"/admin/cache/flush":
 		return p
 	}
 	return "other"

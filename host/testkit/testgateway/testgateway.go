@@ -44,6 +44,7 @@ type Gateway struct {
 	Manager  *pipeline.Manager
 	Metrics  *telemetry.Registry
 	Server   *server.Server
+	KV       *kvstore.Memory // the plugins' key/value store
 	LogLines *syncBuffer
 
 	head string // the [server] section Start wrote
@@ -54,6 +55,8 @@ type Options struct {
 	Env       map[string]string // what credential references resolve against
 	Verbose   bool              // log to stderr instead of a buffer
 	Heartbeat time.Duration     // stream heartbeat interval (default: the gateway's)
+	// AdminToken enables the admin endpoints (POST /admin/cache/flush).
+	AdminToken string
 }
 
 // Start writes pipelineTOML (without a [server] plugin_dir, which Start sets)
@@ -65,7 +68,7 @@ func Start(tb testing.TB, pipelineTOML string, opts Options) *Gateway {
 	if err := os.MkdirAll(filepath.Join(dir, "plugins"), 0o755); err != nil {
 		tb.Fatal(err)
 	}
-	g := &Gateway{Dir: dir, Metrics: telemetry.New(), LogLines: &syncBuffer{}}
+	g := &Gateway{Dir: dir, Metrics: telemetry.New(), KV: kvstore.NewMemory(16 << 20), LogLines: &syncBuffer{}}
 	g.link(tb, pipelineTOML)
 	cfgPath := filepath.Join(dir, "pipeline.toml")
 	// The wazero compilation cache is shared by every test gateway of the
@@ -87,7 +90,7 @@ func Start(tb testing.TB, pipelineTOML string, opts Options) *Gateway {
 		tb.Fatal(err)
 	}
 	g.Manager, err = pipeline.NewManager(context.Background(), cfgPath, pipeline.Deps{
-		Log: log, Cache: cc, KV: kvstore.NewMemory(16 << 20), Metrics: g.Metrics, Getenv: getenv,
+		Log: log, Cache: cc, KV: g.KV, Metrics: g.Metrics, Getenv: getenv,
 	})
 	if err != nil {
 		tb.Fatal(err)
@@ -96,6 +99,7 @@ func Start(tb testing.TB, pipelineTOML string, opts Options) *Gateway {
 	gw := &gateway.Gateway{Pipelines: g.Manager, Upstream: upstream.New(30 * time.Second), Log: log,
 		Timeout: 30 * time.Second, Heartbeat: opts.Heartbeat}
 	g.Server = server.New(cfg.Server, gw, g.Metrics, log)
+	g.Server.Admin = &server.Admin{Token: opts.AdminToken, KV: g.KV}
 	if err := g.Server.Listen("127.0.0.1:0"); err != nil {
 		tb.Fatal(err)
 	}

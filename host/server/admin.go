@@ -1,0 +1,117 @@
+package server
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/bardoinference/bardo/host/sandbox"
+)
+
+// KVFlusher deletes kv keys by prefix: kvstore.Memory (a shared store such
+// as Redis implements it with SCAN and DEL).
+type KVFlusher interface {
+	DeletePrefix(prefix string) int
+}
+
+// Admin configures the administrative endpoints.
+type Admin struct {
+	// Token is required as "Authorization: Bearer <token>"; empty disables
+	// the endpoints.
+	Token string
+	// KV is the store behind the plugins' kv host functions.
+	KV KVFlusher
+}
+
+type flushRequest struct {
+	Layer  string `json:"layer"`  // the entry's name in pipeline.toml
+	Scope  string `json:"scope"`  // "tenant" (default when tenant is set), "shared" or "all"
+	Tenant string `json:"tenant"` // with scope "tenant"
+}
+
+// cacheFlush answers POST /admin/cache/flush: it deletes a plugin's kv
+// entries — one tenant's, the shared space, or all of them — by key prefix
+// (the spec's manual flush, per agent or global). Body:
+//
+//	{"layer":"hashcache","tenant":"acme"}      one tenant's entries
+//	{"layer":"hashcache","scope":"shared"}     the shared space
+//	{"layer":"hashcache","scope":"all"}        every tenant and the shared space
+//
+// The answer is {"layer":…,"scope":…,"tenant":…,"deleted":<keys>}.
+func (sv *Server) cacheFlush(ctx *fasthttp.RequestCtx) {
+	reply := func(status int, body any) {
+		b, _ := json.Marshal(body)
+		ctx.SetStatusCode(status)
+		ctx.SetContentType("application/json")
+		ctx.SetBody(b)
+	}
+	fail := func(status int, msg string) {
+		reply(status, map[string]any{"error": map[string]string{"message": msg}})
+	}
+
+	if !ctx.IsPost() {
+		ctx.Response.Header.Set("Allow", "POST")
+		fail(405, "use POST on /admin/cache/flush")
+		return
+	}
+	auth := ctx.Request.Header.Peek("Authorization")
+	want := "Bearer " + sv.Admin.Token
+	if subtle.ConstantTimeCompare(auth, []byte(want)) != 1 {
+		fail(401, "admin endpoints need Authorization: Bearer <admin token>")
+		return
+	}
+	if sv.Admin.KV == nil {
+		fail(501, "the key/value store does not support flushing")
+		return
+	}
+	var req flushRequest
+	if err := json.Unmarshal(ctx.PostBody(), &req); err != nil {
+		fail(400, "body must be JSON: {\"layer\":\"<name>\",\"tenant\":\"<tenant>\"} or {\"layer\":\"<name>\",\"scope\":\"shared\"|\"all\"}")
+		return
+	}
+	if !validName(req.Layer) {
+		fail(400, "layer must be a pipeline entry name ([a-z0-9-]+)")
+		return
+	}
+	if req.Scope == "" && req.Tenant != "" {
+		req.Scope = "tenant"
+	}
+	var prefix string
+	switch req.Scope {
+	case "tenant":
+		if req.Tenant == "" {
+			fail(400, "scope \"tenant\" needs a tenant")
+			return
+		}
+		prefix = sandbox.TenantPrefix(req.Layer, req.Tenant)
+	case "shared":
+		prefix = sandbox.SharedPrefix(req.Layer)
+	case "all":
+		prefix = sandbox.PluginPrefix(req.Layer)
+	default:
+		fail(400, "scope must be \"tenant\" (with a tenant), \"shared\" or \"all\"; a global flush must say \"all\"")
+		return
+	}
+	if req.Scope != "tenant" {
+		req.Tenant = ""
+	}
+	n := sv.Admin.KV.DeletePrefix(prefix)
+	sv.Metrics.Add("bardo_cache_flushes_total", 1, "layer", req.Layer, "scope", req.Scope)
+	sv.Metrics.Add("bardo_cache_invalidations_total", float64(n), "layer", req.Layer)
+	sv.Log.Info("cache flushed", "layer", req.Layer, "scope", req.Scope, "tenant", req.Tenant, "deleted", n)
+	reply(200, map[string]any{"layer": req.Layer, "scope": req.Scope, "tenant": req.Tenant, "deleted": n})
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
