@@ -1,0 +1,221 @@
+//go:build !wasip1
+
+package main
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bardoinference/bardo/host/kvstore"
+	"github.com/bardoinference/bardo/host/sandbox"
+	"github.com/bardoinference/bardo/host/testkit/fixtures"
+	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
+	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// prose is English text with numbers, like an agent conversation.
+const prose = "Your Aave position supplies 125,000 USDC against 41,000 borrowed, health factor 1.84. " +
+	"With ETH volatility elevated, a 20% drawdown would bring it near 1.47, still above liquidation. " +
+	"Consider gas costs and the current supply APYs on both venues; the last rebalance was on 2024-03-18 at 14:05. "
+
+// benchRequests returns the benchmark inputs: the 4 KB agent request with
+// and without personal data, and 16 KB of prose in one message with a few
+// values to mask.
+func benchRequests() map[string]*wire.Request {
+	clean := fixtures.AgentRequest()
+	withPII := fixtures.AgentRequest()
+	last := &withPII.Messages[len(withPII.Messages)-1].Content[0]
+	last.Text += " Send the summary to alice.smith@example.com and text +1 415 555 2671 when done."
+	big := strings.Repeat(prose, 16384/len(prose)+1)[:16384-200] +
+		" Contact bob@example.org or (415) 555-2671, card 4111 1111 1111 1111, host 10.20.30.40."
+	words := strings.Repeat("With volatility elevated a drawdown would bring it near liquidation while gas costs stay low. ", 200)[:16384]
+	numClean := strings.Repeat(prose, 16384/len(prose)+1)[:16384]
+	return map[string]*wire.Request{
+		"16KB-clean": {Model: "gpt-4o-mini", Messages: []wire.Message{{Role: "user", Content: []wire.Block{{Type: wire.BlockText, Text: numClean}}}}},
+		"16KB-words": {Model: "gpt-4o-mini", Messages: []wire.Message{{Role: "user", Content: []wire.Block{{Type: wire.BlockText, Text: words}}}}},
+		"4KB-clean":  clean,
+		"4KB-pii":    withPII,
+		"16KB-pii":   {Model: "gpt-4o-mini", Messages: []wire.Message{{Role: "user", Content: []wire.Block{{Type: wire.BlockText, Text: big}}}}},
+	}
+}
+
+func loadPII(b *testing.B) *sandbox.Plugin {
+	p, err := sandbox.Load(context.Background(), sandbox.Options{
+		Name: "pii", Path: wasmbuild.MustBuild(b, "plugins/layers/pii"), Trusted: true,
+		MemoryLimit: 64 << 20, PoolSize: 1, Timeout: time.Second, Config: []byte(`{}`),
+		KV: kvstore.NewMemory(16 << 20),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(p.Close)
+	return p
+}
+
+// BenchmarkRequest measures the request phase under the real runtime
+// (wazero, trusted): host encode of system+messages, the boundary, guest
+// decode, detection, masking, sealing and storing the mapping, guest
+// encode, host decode.
+func BenchmarkRequest(b *testing.B) {
+	p := loadPII(b)
+	reqs := benchRequests()
+	for _, name := range []string{"4KB-clean", "4KB-pii", "16KB-pii", "16KB-clean", "16KB-words"} {
+		req := reqs[name]
+		b.Run(name, func(b *testing.B) {
+			meta := wire.Meta{RequestID: "req_bench", Tenant: "bench", Dialect: wire.DialectOpenAI, Model: req.Model}
+			info := sandbox.CallInfo{RequestID: meta.RequestID, Tenant: meta.Tenant}
+			var enc wire.Encoder
+			var res wire.LayerResult
+			var lat latencies
+			b.ReportAllocs()
+			for b.Loop() {
+				t0 := time.Now()
+				wire.EncodeLayerRequest(&enc, &meta, req, p.Descriptor().Reads)
+				out, err := p.Call(context.Background(), plugin.OpOnRequest, enc.Bytes(), info)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := res.Decode(out); err != nil {
+					b.Fatal(err)
+				}
+				lat.add(time.Since(t0))
+			}
+			if strings.HasSuffix(name, "-pii") && res.Patched == 0 {
+				b.Fatal("nothing masked")
+			}
+			lat.report(b)
+		})
+	}
+}
+
+// BenchmarkResponse measures the response phase restoring a 2 KB answer
+// (kv read and delete, open, restore), and BenchmarkStream one stream batch
+// of a small text delta.
+func BenchmarkResponse(b *testing.B) {
+	p := loadPII(b)
+	req := benchRequests()["4KB-pii"]
+	meta := wire.Meta{RequestID: "req_bench", Tenant: "bench", Dialect: wire.DialectOpenAI, Model: req.Model}
+	info := sandbox.CallInfo{RequestID: meta.RequestID, Tenant: meta.Tenant}
+	answer := strings.Repeat("The position is healthy. ", 80) + "I will mail [EMAIL_1] and text [PHONE_1]."
+	var enc wire.Encoder
+	var lat latencies
+	for b.Loop() {
+		b.StopTimer()
+		wire.EncodeLayerRequest(&enc, &meta, req, p.Descriptor().Reads)
+		out, err := p.Call(context.Background(), plugin.OpOnRequest, enc.Bytes(), info)
+		var res wire.LayerResult
+		if err == nil {
+			err = res.Decode(out)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		m := meta
+		m.Annotations = res.Annotations
+		b.StartTimer()
+		t0 := time.Now()
+		in := wire.LayerResponse{Meta: m, Response: wire.Response{ID: "r", Content: []wire.Block{{Type: wire.BlockText, Text: answer}}}}
+		in.Encode(&enc)
+		out, err = p.Call(context.Background(), plugin.OpOnResponse, enc.Bytes(), info)
+		var rr wire.LayerResponseResult
+		if err == nil {
+			err = rr.Decode(out)
+		}
+		if err != nil || !rr.Replaced {
+			b.Fatal(err, rr.Replaced)
+		}
+		lat.add(time.Since(t0))
+	}
+	lat.report(b)
+}
+
+func BenchmarkStream(b *testing.B) {
+	p := loadPII(b)
+	req := benchRequests()["4KB-pii"]
+	meta := wire.Meta{RequestID: "req_bench", Tenant: "bench", Dialect: wire.DialectOpenAI, Model: req.Model, Stream: true}
+	info := sandbox.CallInfo{RequestID: meta.RequestID, Tenant: meta.Tenant}
+	var enc wire.Encoder
+	wire.EncodeLayerRequest(&enc, &meta, req, p.Descriptor().Reads)
+	out, err := p.Call(context.Background(), plugin.OpOnRequest, enc.Bytes(), info)
+	var res wire.LayerResult
+	if err == nil {
+		err = res.Decode(out)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	meta.Annotations = res.Annotations
+	// The first batch fetches the mapping; later ones carry it in State.
+	first := wire.LayerStream{Meta: meta, Events: []wire.Event{{Type: wire.EventMessageStart}}}
+	first.Encode(&enc)
+	out, err = p.Call(context.Background(), plugin.OpOnStream, enc.Bytes(), info)
+	var sr wire.LayerStreamResult
+	if err == nil {
+		err = sr.Decode(out)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	state := slices.Clone(sr.State)
+	for _, delta := range []string{"the position is ", "mail [EMAIL_1] now"} {
+		b.Run(strings.Fields(delta)[0], func(b *testing.B) {
+			var lat latencies
+			for b.Loop() {
+				t0 := time.Now()
+				in := wire.LayerStream{Meta: meta, State: state, Events: []wire.Event{{Type: wire.EventDelta, Delta: wire.DeltaText, Text: delta}}}
+				in.Encode(&enc)
+				out, err := p.Call(context.Background(), plugin.OpOnStream, enc.Bytes(), info)
+				if err == nil {
+					err = sr.Decode(out)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				lat.add(time.Since(t0))
+			}
+			lat.report(b)
+		})
+	}
+}
+
+// BenchmarkDetectNative runs the detector alone, natively, on each input
+// text: a quick check for regressions in the scanner (inside wasm the same
+// code runs about ten times slower).
+func BenchmarkDetectNative(b *testing.B) {
+	initWordlist()
+	if err := configure([]byte(`{}`)); err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range []string{"16KB-pii", "16KB-clean", "16KB-words"} {
+		req := benchRequests()[name]
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(req.Messages[0].Content[0].Text)))
+			var d detector
+			for i := range d.on {
+				d.on[i] = entities[i].action != actOff
+			}
+			var out []span
+			for b.Loop() {
+				out = d.scan(req.Messages[0].Content[0].Text, out[:0])
+			}
+		})
+	}
+}
+
+// latencies collects per-operation durations so benchmarks report p50/p99.
+type latencies []time.Duration
+
+func (l *latencies) add(d time.Duration) { *l = append(*l, d) }
+
+func (l latencies) report(b *testing.B) {
+	if len(l) == 0 {
+		return
+	}
+	slices.Sort(l)
+	b.ReportMetric(float64(l[len(l)/2].Nanoseconds())/1e3, "p50-µs")
+	b.ReportMetric(float64(l[len(l)*99/100].Nanoseconds())/1e3, "p99-µs")
+}

@@ -1,0 +1,379 @@
+package main
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// segment is one piece of user-controlled text: a text block, a tool
+// result's text, or one string literal inside a block's JSON (tool_use
+// input, tool_result structured content).
+type segment struct {
+	text    string
+	blk     *wire.Block
+	data    bool // a string inside blk.Data; rs:re is its content in the raw JSON
+	rs, re  int
+	escaped bool // the raw content has escapes: text is its decoded form
+	system  bool // a system prompt block
+	s0, s1  int  // its spans in masker.spans
+}
+
+// masker holds one request's masking work; an instance serves one call at a
+// time, so it is reused to keep allocations down.
+type masker struct {
+	det    detector
+	segs   []segment
+	spans  []span
+	custom []segSpan
+	keys   map[string]string // tag "\x00" value → placeholder
+	next   map[string]int    // tag → last number handed out
+	taken  map[string]bool
+	m      mapping
+	buf    []byte
+	dec    []byte
+
+	masked, redacted int
+	blocked          []int // entity ids with action block that were found
+}
+
+type segSpan struct {
+	seg int
+	sp  span
+}
+
+func (k *masker) reset() {
+	k.segs = k.segs[:0]
+	k.spans = k.spans[:0]
+	k.custom = k.custom[:0]
+	k.det.taken = k.det.taken[:0]
+	if k.keys == nil {
+		k.keys, k.next = map[string]string{}, map[string]int{}
+	}
+	clear(k.keys)
+	clear(k.next)
+	k.taken = nil
+	k.m.reset()
+	k.masked, k.redacted = 0, 0
+	k.blocked = k.blocked[:0]
+}
+
+// blobLimit: a JSON string longer than this without any whitespace is taken
+// for an encoded blob (base64 image or file data) and not scanned.
+const blobLimit = 1024
+
+// collect gathers the segments of a request, in request order (system,
+// then messages), which is the order placeholders are numbered in.
+func (k *masker) collect(req *wire.Request) {
+	for i := range req.System {
+		b := &req.System[i]
+		if b.Type != wire.BlockText {
+			continue
+		}
+		if cfg.maskSystem {
+			if b.Text != "" {
+				k.segs = append(k.segs, segment{text: b.Text, blk: b, system: true})
+			}
+		} else {
+			k.noteTakenIn(b.Text)
+		}
+	}
+	for i := range req.Messages {
+		for j := range req.Messages[i].Content {
+			b := &req.Messages[i].Content[j]
+			switch b.Type {
+			case wire.BlockText:
+				k.addText(b)
+			case wire.BlockToolResult:
+				if b.Text != "" {
+					k.addText(b)
+				}
+				k.addJSON(b)
+			case wire.BlockToolUse:
+				k.addJSON(b)
+			}
+		}
+	}
+}
+
+func (k *masker) addText(b *wire.Block) {
+	if b.Text != "" {
+		k.segs = append(k.segs, segment{text: b.Text, blk: b})
+	}
+}
+
+func (k *masker) addJSON(b *wire.Block) {
+	if len(b.Data) == 0 {
+		return
+	}
+	jsonStrings(b.Data, func(st, en int, esc bool) {
+		raw := b.Data[st:en]
+		if en-st < 3 || en-st > blobLimit && indexSpace(raw) < 0 {
+			return
+		}
+		text := string(raw)
+		if esc {
+			var ok bool
+			if k.dec, ok = unescapeJSON(k.dec[:0], text); !ok {
+				return
+			}
+			text = string(k.dec)
+		}
+		k.segs = append(k.segs, segment{text: text, blk: b, data: true, rs: st, re: en, escaped: esc})
+	})
+}
+
+func indexSpace(b []byte) int {
+	for i, c := range b {
+		if cls[c]&cSpace != 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// noteTakenIn records the placeholder-shaped tokens of a text that is not
+// masked (the system prompt with mask_system = false).
+func (k *masker) noteTakenIn(s string) {
+	for i := 0; ; {
+		j := strings.IndexByte(s[i:], '[')
+		if j < 0 {
+			return
+		}
+		k.det.noteTaken(s, i+j)
+		i += j + 1
+	}
+}
+
+// findCustom runs the configured extra patterns over every segment with one
+// host call: the segments are joined with NUL bytes and matches that cross
+// one are dropped.
+func (k *masker) findCustom() {
+	if customSet == nil || len(k.segs) == 0 {
+		return
+	}
+	var sb strings.Builder
+	starts := make([]int, len(k.segs))
+	for i := range k.segs {
+		if i > 0 {
+			sb.WriteByte(0)
+		}
+		starts[i] = sb.Len()
+		sb.WriteString(k.segs[i].text)
+	}
+	for _, mt := range customSet.FindAll(sb.String()) {
+		if mt.End <= mt.Start {
+			continue
+		}
+		si := sort.SearchInts(starts, mt.Start+1) - 1
+		if si < 0 || mt.End > starts[si]+len(k.segs[si].text) {
+			continue
+		}
+		ent := nBuiltin + mt.Pattern
+		if ent >= len(entities) || entities[ent].action == actOff {
+			continue
+		}
+		k.custom = append(k.custom, segSpan{si, span{mt.Start - starts[si], mt.End - starts[si], ent}})
+	}
+	sort.SliceStable(k.custom, func(a, b int) bool { return k.custom[a].seg < k.custom[b].seg })
+}
+
+// detect finds every entity in every segment.
+func (k *masker) detect() {
+	k.findCustom()
+	c := 0
+	for i := range k.segs {
+		sg := &k.segs[i]
+		sg.s0 = len(k.spans)
+		k.spans = k.det.scan(sg.text, k.spans)
+		for c < len(k.custom) && k.custom[c].seg == i {
+			k.spans = append(k.spans, k.custom[c].sp)
+			c++
+		}
+		kept := sortSpans(k.spans[sg.s0:], actionOf)
+		k.spans = k.spans[:sg.s0+len(kept)]
+		sg.s1 = len(k.spans)
+		for _, sp := range kept {
+			if entities[sp.ent].action == actBlock && !containsInt(k.blocked, sp.ent) {
+				k.blocked = append(k.blocked, sp.ent)
+			}
+		}
+	}
+	if len(k.det.taken) > 0 {
+		k.taken = make(map[string]bool, len(k.det.taken))
+		for _, t := range k.det.taken {
+			k.taken[t] = true
+		}
+	}
+}
+
+func actionOf(ent int) int { return entities[ent].action }
+
+func containsInt(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// replacement returns what a span's value becomes: a placeholder (the same
+// for the same value everywhere in the request) or a redaction marker.
+func (k *masker) replacement(sp span, text string) string {
+	e := &entities[sp.ent]
+	if e.action == actRedact {
+		k.redacted++
+		return "[REDACTED_" + e.tag + "]"
+	}
+	k.masked++
+	val := text[sp.start:sp.end]
+	key := e.tag + "\x00" + val
+	if ph, ok := k.keys[key]; ok {
+		return ph
+	}
+	n := k.next[e.tag]
+	var ph string
+	for {
+		n++
+		ph = "[" + e.tag + "_" + strconv.Itoa(n) + "]"
+		if !k.taken[ph] {
+			break
+		}
+	}
+	k.next[e.tag] = n
+	k.keys[key] = ph
+	k.m.add(ph, val)
+	return ph
+}
+
+func (k *masker) render(dst []byte, text string, sp []span) []byte {
+	last := 0
+	for _, x := range sp {
+		dst = append(dst, text[last:x.start]...)
+		dst = append(dst, k.replacement(x, text)...)
+		last = x.end
+	}
+	return append(dst, text[last:]...)
+}
+
+// rewrite replaces the detected values in the request's blocks and reports
+// whether the system prompt changed.
+func (k *masker) rewrite() (systemChanged bool) {
+	var (
+		curBlk  *wire.Block
+		newData []byte
+		lastRaw int
+	)
+	finish := func() {
+		if curBlk != nil {
+			newData = append(newData, curBlk.Data[lastRaw:]...)
+			curBlk.Data = newData
+			curBlk, newData = nil, nil
+		}
+	}
+	for i := range k.segs {
+		sg := &k.segs[i]
+		if sg.s0 == sg.s1 {
+			continue
+		}
+		sp := k.spans[sg.s0:sg.s1]
+		if !sg.data {
+			k.buf = k.render(k.buf[:0], sg.text, sp)
+			sg.blk.Text = string(k.buf)
+			if sg.system {
+				systemChanged = true
+			}
+			continue
+		}
+		if curBlk != sg.blk {
+			finish()
+			curBlk, lastRaw = sg.blk, 0
+			newData = make([]byte, 0, len(sg.blk.Data)+64)
+		}
+		newData = append(newData, curBlk.Data[lastRaw:sg.rs]...)
+		if sg.escaped {
+			k.buf = k.render(k.buf[:0], sg.text, sp)
+			newData = appendJSONEscaped(newData, string(k.buf))
+		} else {
+			newData = k.render(newData, sg.text, sp)
+		}
+		lastRaw = sg.re
+	}
+	finish()
+	return systemChanged
+}
+
+// blockMessage names the entity kinds that blocked a request — never the
+// values.
+func blockMessage(ents []int) string {
+	var sb strings.Builder
+	sb.WriteString("request blocked by the PII policy: it contains ")
+	for i, e := range ents {
+		switch {
+		case i == 0:
+		case i == len(ents)-1:
+			sb.WriteString(" and ")
+		default:
+			sb.WriteString(", ")
+		}
+		sb.WriteString(entities[e].label)
+		sb.WriteString(" (" + entities[e].name + ")")
+	}
+	sb.WriteString("; remove it and retry")
+	return sb.String()
+}
+
+func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
+	k := &work
+	k.reset()
+	k.collect(&req.Request)
+	if len(k.segs) == 0 {
+		return nil
+	}
+	k.detect()
+	if len(k.blocked) > 0 {
+		plugin.CounterAdd("pii_blocked_total", 1)
+		res.Action = wire.ActionReject
+		res.Error = &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest, Message: blockMessage(k.blocked)}
+		return nil
+	}
+	if len(k.spans) == 0 {
+		return nil
+	}
+	systemChanged := k.rewrite()
+	if len(k.m.ph) > 0 {
+		sealed, key, err := seal(&k.m)
+		if err == nil {
+			err = plugin.KVPut(kvKey(req.Meta.RequestID), sealed, cfg.mappingTTL)
+		}
+		if err != nil {
+			// Fail closed: the request must not go on unmasked, and masked
+			// without a mapping the answer could not be restored.
+			plugin.Log(plugin.LevelError, "pii: storing the placeholder mapping failed: "+err.Error())
+			res.Action = wire.ActionReject
+			res.Error = &wire.Error{Status: 503, Kind: wire.ErrInternal, Retryable: true,
+				Message: "the PII layer could not store its placeholder mapping; the request was not sent upstream"}
+			return nil
+		}
+		res.Annotations = append(res.Annotations, wire.KV{Key: annKey, Value: key})
+	}
+	res.Patched = wire.PartMessages
+	res.Request.Messages = req.Request.Messages
+	if systemChanged {
+		res.Patched |= wire.PartSystem
+		res.Request.System = req.Request.System
+	}
+	res.Headers = append(res.Headers, wire.KV{Key: "X-Bardo-PII",
+		Value: strconv.Itoa(k.masked) + " masked, " + strconv.Itoa(k.redacted) + " redacted"})
+	if k.masked > 0 {
+		plugin.CounterAdd("pii_masked_total", float64(k.masked))
+	}
+	if k.redacted > 0 {
+		plugin.CounterAdd("pii_redacted_total", float64(k.redacted))
+	}
+	return nil
+}
