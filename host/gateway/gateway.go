@@ -229,6 +229,7 @@ func (g *Gateway) attempt(rctx context.Context, p *pipeline.Pipeline, x *pipelin
 		return attemptOutcome{err: werr}
 	}
 	pr.ExpandCredential(call.Headers)
+	call.Headers = passCallerHeaders(call.Headers, x.CallerHeaders, call.BodyDialect)
 	resp, err := g.Upstream.Do(rctx, &upstream.Request{
 		Method: call.Method, URL: call.URL, Headers: dropUnexpanded(call.Headers), Body: body, Stream: call.Stream,
 	})
@@ -309,7 +310,12 @@ func setRoute(ctx *fasthttp.RequestCtx, route wire.Route, tried []string) {
 }
 
 func newExchange(ctx *fasthttp.RequestCtx, rid string, d wire.Dialect, req *wire.Request, body []byte) *pipeline.Exchange {
+	var passed []wire.KV
+	if v := ctx.Request.Header.Peek("anthropic-beta"); len(v) > 0 {
+		passed = append(passed, wire.KV{Key: "anthropic-beta", Value: string(v)})
+	}
 	return &pipeline.Exchange{
+		CallerHeaders: passed,
 		Meta: wire.Meta{
 			RequestID: rid,
 			Tenant:    tenantOf(ctx),
@@ -482,4 +488,27 @@ func setAnnotation(anns []wire.KV, key, value string) []wire.KV {
 		}
 	}
 	return append(anns, wire.KV{Key: key, Value: value})
+}
+
+// passCallerHeaders forwards the caller's protocol headers an upstream of the
+// same dialect understands: anthropic-beta (feature flags such as interleaved
+// thinking) to Anthropic upstreams, unless the adapter set its own. Auth
+// headers are never forwarded: the upstream gets the provider's credential.
+func passCallerHeaders(hs, caller []wire.KV, d wire.Dialect) []wire.KV {
+	if d != wire.DialectAnthropic {
+		return hs
+	}
+	for _, c := range caller {
+		set := false
+		for _, h := range hs {
+			if strings.EqualFold(h.Key, c.Key) {
+				set = true
+				break
+			}
+		}
+		if !set {
+			hs = append(hs, c)
+		}
+	}
+	return hs
 }

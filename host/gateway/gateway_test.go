@@ -531,6 +531,12 @@ func TestAnthropicUpstream(t *testing.T) {
 	if last.Header.Get("x-api-key") != upKey || last.Header.Get("anthropic-version") == "" {
 		t.Fatalf("upstream headers: %v", last.Header)
 	}
+	// The caller's anthropic-beta reaches an Anthropic upstream; its own
+	// credentials never do.
+	post(t, g.URL, "/v1/messages", body, "anthropic-beta", "interleaved-thinking-2025-05-14", "x-api-key", "caller-key")
+	if h := fake.Last().Header; h.Get("anthropic-beta") != "interleaved-thinking-2025-05-14" || h.Get("x-api-key") != upKey {
+		t.Fatalf("upstream headers: %v", h)
+	}
 
 	r = post(t, g.URL, "/v1/chat/completions", `{"model":"claude-haiku-4-5","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"from openai"}]}`)
 	if r.status != 200 {

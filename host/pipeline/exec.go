@@ -21,6 +21,9 @@ type Exchange struct {
 	Original []byte    // the caller's body (valid for the request's lifetime)
 	Headers  []wire.KV // X-Bardo-* headers collected from layers
 	Degraded []string  // what was skipped or approximated (X-Bardo-Degraded)
+	// CallerHeaders are protocol headers of the caller an upstream of the
+	// caller's dialect may need (anthropic-beta).
+	CallerHeaders []wire.KV
 
 	streamState [][]byte // per stream-phase layer, its opaque state
 }
