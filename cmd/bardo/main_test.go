@@ -74,7 +74,12 @@ func setup(tb testing.TB, extra string) (dir string) {
 	dir = tb.TempDir()
 	pdir := filepath.Join(dir, "plugins")
 	os.MkdirAll(pdir, 0o755)
-	for name, pkg := range map[string]string{"sim.wasm": "plugins/providers/sim", "hostcalls.wasm": "testplugins/hostcalls"} {
+	for name, pkg := range map[string]string{
+		"sim.wasm": "plugins/providers/sim", "hostcalls.wasm": "testplugins/hostcalls",
+		"pii.wasm": "plugins/layers/pii", "hashcache.wasm": "plugins/layers/hashcache",
+		"toolprune.wasm": "plugins/layers/toolprune", "promptcache.wasm": "plugins/layers/promptcache",
+		"affinity.wasm": "plugins/layers/affinity",
+	} {
 		if err := os.Symlink(wasmbuild.MustBuild(tb, pkg), filepath.Join(pdir, name)); err != nil {
 			tb.Fatal(err)
 		}
@@ -246,28 +251,64 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-// BenchmarkColdStart measures process start to first answer with a warm
-// compilation cache (the first start fills it), and the idle RSS after it.
-func BenchmarkColdStart(b *testing.B) {
-	dir := setup(b, "")
-	warm := start(b, dir)
-	warm.waitReady(b, time.Now())
-	warm.cmd.Process.Kill()
-	warm.cmd.Wait()
+// defaultLayers are the layers of the repository's default pipeline.toml.
+const defaultLayers = `
+[[layer]]
+name = "pii"
+plugin = "pii.wasm"
+trusted = true
+[[layer]]
+name = "hashcache"
+plugin = "hashcache.wasm"
+on_error = "fail-open"
+trusted = true
+[[layer]]
+name = "toolprune"
+plugin = "toolprune.wasm"
+phases = ["request"]
+on_error = "fail-open"
+trusted = true
+[[layer]]
+name = "promptcache"
+plugin = "promptcache.wasm"
+phases = ["request"]
+on_error = "fail-open"
+trusted = true
+[[layer]]
+name = "affinity"
+plugin = "affinity.wasm"
+on_error = "fail-open"
+trusted = true
+`
 
-	var total time.Duration
-	var rss int
-	n := 0
-	for b.Loop() {
-		began := time.Now()
-		in := start(b, dir)
-		total += in.waitReady(b, began)
-		time.Sleep(200 * time.Millisecond)
-		rss += rssKiB(in.cmd.Process.Pid)
-		n++
-		in.cmd.Process.Kill()
-		in.cmd.Wait()
+// BenchmarkColdStart measures process start to first answer with a warm
+// compilation cache (the first start fills it), and the idle RSS after it:
+// with the simulated provider alone, and with the default pipeline's five
+// layers in front of it.
+func BenchmarkColdStart(b *testing.B) {
+	for _, tc := range []struct{ name, layers string }{{"sim-only", ""}, {"default-pipeline", defaultLayers}} {
+		b.Run(tc.name, func(b *testing.B) {
+			dir := setup(b, tc.layers)
+			warm := start(b, dir)
+			warm.waitReady(b, time.Now())
+			warm.cmd.Process.Kill()
+			warm.cmd.Wait()
+
+			var total time.Duration
+			var rss int
+			n := 0
+			for b.Loop() {
+				began := time.Now()
+				in := start(b, dir)
+				total += in.waitReady(b, began)
+				time.Sleep(200 * time.Millisecond)
+				rss += rssKiB(in.cmd.Process.Pid)
+				n++
+				in.cmd.Process.Kill()
+				in.cmd.Wait()
+			}
+			b.ReportMetric(float64(total.Milliseconds())/float64(n), "ms-to-first-answer")
+			b.ReportMetric(float64(rss)/float64(n)/1024, "idle-RSS-MiB")
+		})
 	}
-	b.ReportMetric(float64(total.Milliseconds())/float64(n), "ms-to-first-answer")
-	b.ReportMetric(float64(rss)/float64(n)/1024, "idle-RSS-MiB")
 }
