@@ -208,7 +208,7 @@ func TestResponsesAcrossDialects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(out), `"message":{"role":"assistant","content":"I'll check the weather.","tool_calls":[{"id":"toolu_01A09q90qw90lq917835lq9","type":"function","function":{"name":"get_weather","arguments":"{\"location\": \"San Francisco, CA\", \"unit\": \"celsius\"}"}}],"refusal":null},"logprobs":null,"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":572,"completion_tokens":89,"total_tokens":661,"prompt_tokens_details":{"cached_tokens":0}}`) {
+	if !strings.Contains(string(out), `"message":{"role":"assistant","content":"I'll check the weather.","reasoning_details":[{"type":"reasoning.encrypted","data":"EmwKAhgB","format":"anthropic-claude-v1","index":0}],"tool_calls":[{"id":"toolu_01A09q90qw90lq917835lq9","type":"function","function":{"name":"get_weather","arguments":"{\"location\": \"San Francisco, CA\", \"unit\": \"celsius\"}"}}],"refusal":null},"logprobs":null,"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":572,"completion_tokens":89,"total_tokens":661,"prompt_tokens_details":{"cached_tokens":0}}`) {
 		t.Errorf("got %s", out)
 	}
 }

@@ -97,6 +97,9 @@ func (g *Gateway) answerUpstream(ctx *fasthttp.RequestCtx, rctx context.Context,
 		}
 		canon = r
 	}
+	// translate.go: the structured-output tool call becomes the JSON text
+	// the caller asked for.
+	unwrapStructured(x, canon)
 	if werr := p.ResponsePhase(rctx, x, canon); werr != nil {
 		g.finishError(ctx, x, werr)
 		return
@@ -155,6 +158,8 @@ func (s *streamer) run(w *bufio.Writer) {
 		state  []byte
 		buf    []byte
 		sawEnd bool // passthrough: the upstream's end marker went by
+		// translate.go: unwraps the structured-output tool call
+		structured = newStructuredStream(s.x)
 	)
 	if !passthrough {
 		enc = codecFor(s.x.Meta.Dialect).NewStreamEncoder(s.x.Req)
@@ -234,6 +239,7 @@ func (s *streamer) run(w *bufio.Writer) {
 				fail(werr)
 				return
 			}
+			evs = structured.events(evs) // translate.go
 			evs, werr = s.p.StreamPhase(s.ctx, s.x, evs, final)
 			if werr != nil {
 				fail(werr)

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -360,6 +361,14 @@ func (g *Gateway) upstreamBody(x *pipeline.Exchange, call *wire.UpstreamCall, ro
 		}
 		x.Req.Model = route.Model
 		req := x.Req
+		// Cross-dialect fixes (translate.go): structured outputs and
+		// sampling ranges. They read the caller's Extra, so they run before
+		// it is dropped below.
+		x.StructuredTool = ""
+		var honoured []string
+		if call.BodyDialect != x.Meta.Dialect {
+			req, honoured = translateRequest(x, req, call.BodyDialect)
+		}
 		if call.BodyDialect != x.Meta.Dialect && len(req.Extra) > 0 {
 			// Unknown top-level fields are the caller's dialect's: they mean
 			// nothing (or something else) to the other one. Say which were
@@ -367,7 +376,7 @@ func (g *Gateway) upstreamBody(x *pipeline.Exchange, call *wire.UpstreamCall, ro
 			cp := *req
 			cp.Extra = nil
 			req = &cp
-			if dropped := droppedFields(x.Req.Extra); dropped != "" {
+			if dropped := droppedFields(x.Req.Extra, honoured...); dropped != "" {
 				x.Degraded = append(x.Degraded, "dropped-fields:"+dropped)
 			}
 		}
@@ -431,14 +440,15 @@ func WriteError(ctx *fasthttp.RequestCtx, d wire.Dialect, e *wire.Error) {
 var translatedExtras = map[string]bool{"stream_options": true}
 
 // droppedFields names the top-level fields of extra that a translation drops.
-func droppedFields(extra []byte) string {
+// honoured names more fields this request's translation took care of.
+func droppedFields(extra []byte, honoured ...string) string {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(extra, &m) != nil {
 		return "unknown"
 	}
 	var names []string
 	for k := range m {
-		if !translatedExtras[k] {
+		if !translatedExtras[k] && !slices.Contains(honoured, k) {
 			names = append(names, k)
 		}
 	}

@@ -692,3 +692,129 @@ trusted = true
 		t.Fatalf("400: %d %s", r.status, r.body)
 	}
 }
+
+// An OpenAI-dialect client served by Anthropic with extended thinking gets
+// the signed thinking as reasoning_details and, sending it back in its
+// tool-use loop, the Anthropic upstream receives the same signature.
+func TestOpenAIClientKeepsThinkingSignature(t *testing.T) {
+	g, fake := startWithUpstream(t, "")
+	r := post(t, g.URL, "/v1/chat/completions", `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"weather? fake:thinking fake:tool=get_weather"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]}`)
+	if r.status != 200 {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	var resp struct {
+		Choices []struct {
+			Message map[string]json.RawMessage `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(r.body, &resp); err != nil || len(resp.Choices) != 1 {
+		t.Fatalf("%v: %s", err, r.body)
+	}
+	msg := resp.Choices[0].Message
+	var details []struct {
+		Type, Text, Signature, Format string
+	}
+	if err := json.Unmarshal(msg["reasoning_details"], &details); err != nil || len(details) != 1 {
+		t.Fatalf("reasoning_details: %v: %s", err, r.body)
+	}
+	sig := details[0].Signature
+	if sig == "" || details[0].Type != "reasoning.text" || details[0].Format != "anthropic-claude-v1" || msg["reasoning_content"] == nil {
+		t.Fatalf("message %s", r.body)
+	}
+
+	// stream: the same signature in delta.reasoning_details
+	r = post(t, g.URL, "/v1/chat/completions", `{"model":"claude-sonnet-4-5","stream":true,"messages":[{"role":"user","content":"weather? fake:thinking fake:tool=get_weather"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]}`)
+	if r.status != 200 || !strings.Contains(string(r.body), `"reasoning_details":[{"type":"reasoning.text","text":`) || !strings.Contains(string(r.body), `"signature":"`+sig+`"`) {
+		t.Fatalf("stream %d: %s", r.status, r.body)
+	}
+
+	// the client sends the assistant turn back, as it got it
+	var calls []struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(msg["tool_calls"], &calls); err != nil || len(calls) != 1 {
+		t.Fatalf("tool_calls: %v: %s", err, r.body)
+	}
+	assistant, _ := json.Marshal(map[string]json.RawMessage{
+		"role": json.RawMessage(`"assistant"`), "content": msg["content"], "reasoning_content": msg["reasoning_content"],
+		"reasoning_details": msg["reasoning_details"], "tool_calls": msg["tool_calls"]})
+	body := `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"weather? fake:thinking fake:tool=get_weather"},` + string(assistant) +
+		`,{"role":"tool","tool_call_id":"` + calls[0].ID + `","content":"sunny"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]}`
+	r = post(t, g.URL, "/v1/chat/completions", body)
+	if r.status != 200 {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	var up struct {
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(fake.Last().Body, &up); err != nil || len(up.Messages) != 3 {
+		t.Fatalf("upstream body %v: %s", err, fake.Last().Body)
+	}
+	var c []struct {
+		Type, Thinking, Signature string
+	}
+	if err := json.Unmarshal(up.Messages[1].Content, &c); err != nil || len(c) == 0 || c[0].Type != "thinking" || c[0].Signature != sig || c[0].Thinking != details[0].Text {
+		t.Fatalf("upstream assistant turn: %s", fake.Last().Body)
+	}
+}
+
+// An OpenAI caller's response_format, served by Anthropic, is a forced tool
+// upstream and JSON text for the caller.
+func TestStructuredOutputFromAnthropic(t *testing.T) {
+	g, fake := startWithUpstream(t, "")
+	const rf = `"response_format":{"type":"json_schema","json_schema":{"name":"answer","strict":true,"schema":{"type":"object","properties":{"query":{"type":"string"}}}}}`
+	r := post(t, g.URL, "/v1/chat/completions", `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"q fake:tool=answer"}],`+rf+`}`)
+	if r.status != 200 {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	up := decode(t, fake.Last().Body)
+	if tc, _ := up["tool_choice"].(map[string]any); tc["type"] != "tool" || tc["name"] != "answer" {
+		t.Fatalf("upstream body %s", fake.Last().Body)
+	}
+	m := decode(t, r.body)
+	choice := m["choices"].([]any)[0].(map[string]any)
+	msg := choice["message"].(map[string]any)
+	var got map[string]string
+	if s, _ := msg["content"].(string); json.Unmarshal([]byte(s), &got) != nil || got["query"] != "q fake:tool=answer" ||
+		choice["finish_reason"] != "stop" || msg["tool_calls"] != nil {
+		t.Fatalf("caller got %s", r.body)
+	}
+	if h := r.header.Get("X-Bardo-Degraded"); strings.Contains(h, "response_format") {
+		t.Errorf("degraded %q", h)
+	}
+
+	r = post(t, g.URL, "/v1/chat/completions", `{"model":"claude-sonnet-4-5","stream":true,"messages":[{"role":"user","content":"q fake:tool=answer"}],`+rf+`}`)
+	var content, finish string
+	for _, ev := range sseEvents(t, r.body) {
+		if ev[1] == "[DONE]" {
+			continue
+		}
+		var c struct {
+			Choices []struct {
+				Delta struct {
+					Content   string `json:"content"`
+					ToolCalls any    `json:"tool_calls"`
+				} `json:"delta"`
+				FinishReason *string `json:"finish_reason"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(ev[1]), &c); err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range c.Choices {
+			if ch.Delta.ToolCalls != nil {
+				t.Fatalf("tool call in stream: %s", r.body)
+			}
+			content += ch.Delta.Content
+			if ch.FinishReason != nil {
+				finish = *ch.FinishReason
+			}
+		}
+	}
+	if json.Unmarshal([]byte(content), &got) != nil || got["query"] != "q fake:tool=answer" || finish != "stop" {
+		t.Fatalf("stream content %q finish %q: %s", content, finish, r.body)
+	}
+}

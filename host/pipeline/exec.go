@@ -24,6 +24,11 @@ type Exchange struct {
 	// CallerHeaders are protocol headers of the caller an upstream of the
 	// caller's dialect may need (anthropic-beta).
 	CallerHeaders []wire.KV
+	// StructuredTool, when set, names the tool the gateway added to an
+	// Anthropic upstream request to serve an OpenAI caller's response_format
+	// (see host/gateway/translate.go): the upstream's tool_use of it is
+	// turned back into a text answer holding the JSON.
+	StructuredTool string
 
 	streamState [][]byte // per stream-phase layer, its opaque state
 }

@@ -14,6 +14,17 @@
 //   - assistant reasoning_content becomes a BlockThinking (no signature).
 //     Thinking blocks that carry a signature (Anthropic's) and redacted
 //     thinking are not sent to an OpenAI upstream.
+//   - reasoning_details (OpenRouter's convention, see FormatAnthropic) carry
+//     signed thinking through this dialect: an assistant message's
+//     reasoning.text entries become BlockThinking with their signature,
+//     reasoning.encrypted entries BlockRedactedThinking (and take precedence
+//     over reasoning_content). Responses and streams write them beside
+//     reasoning_content when a thinking block is signed or redacted, so an
+//     OpenAI-dialect client served by Anthropic can send them back.
+//   - A response's content that starts (after whitespace) with
+//     "<think>…</think>" (reasoning models on llama.cpp, vLLM, Ollama) is
+//     split: the tagged part becomes a BlockThinking, the rest text. Only a
+//     leading think block is taken; streams handle tags split across chunks.
 //   - max_completion_tokens and max_tokens both set Params.MaxTokens; a
 //     request that used max_tokens alone also gets [ParamLegacyMaxTokens] in
 //     Params.Set so it is re-encoded under the same name. When both are sent,
@@ -153,6 +164,7 @@ type oaMessage struct {
 	role, name, toolCallID string
 	content                []byte // raw
 	reasoning              []byte // raw string
+	details                []byte // raw reasoning_details array
 	toolCalls              []byte // raw array
 }
 
@@ -189,6 +201,8 @@ func decodeMessage(req *wire.Request, raw []byte, toolGroup *int) error {
 			m.toolCalls = val
 		case "reasoning_content":
 			m.reasoning = val
+		case "reasoning_details":
+			m.details = val
 		case "reasoning":
 			if m.reasoning == nil && jsonx.KindOf(val) == jsonx.String {
 				m.reasoning = val
@@ -219,7 +233,15 @@ func decodeMessage(req *wire.Request, raw []byte, toolGroup *int) error {
 	case "assistant":
 		*toolGroup = -1
 		msg := wire.Message{Role: "assistant", Name: m.name}
-		if m.reasoning != nil && !jsonx.IsNull(m.reasoning) {
+		if m.details != nil {
+			// signed thinking sent back (OpenRouter's reasoning_details):
+			// it replaces reasoning_content, which holds the same text
+			msg.Content, err = decodeReasoningDetails(rq, "reasoning_details", m.details)
+			if err != nil {
+				return err
+			}
+		}
+		if m.reasoning != nil && !jsonx.IsNull(m.reasoning) && len(msg.Content) == 0 {
 			s, err := rq.Str("reasoning_content", m.reasoning)
 			if err != nil {
 				return err

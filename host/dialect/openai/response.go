@@ -115,11 +115,13 @@ func decodeChoice(resp *wire.Response, choice []byte) error {
 	if err := rs.Object("message", msg); err != nil {
 		return err
 	}
-	var content, reasoning, refusal, toolCalls []byte
+	var content, reasoning, details, refusal, toolCalls []byte
 	_ = jsonx.ObjectEach(msg, func(rawKey, val []byte) error {
 		switch string(dec.K(rawKey)) {
 		case "content":
 			content = val
+		case "reasoning_details":
+			details = val
 		case "reasoning_content":
 			reasoning = val
 		case "reasoning":
@@ -133,7 +135,18 @@ func decodeChoice(resp *wire.Response, choice []byte) error {
 		}
 		return nil
 	})
-	if jsonx.KindOf(reasoning) == jsonx.String {
+	// reasoning_details (OpenRouter's convention) carry signatures, which
+	// reasoning_content cannot: when they hold anything, they win.
+	var haveDetails bool
+	if details != nil {
+		bs, err := decodeReasoningDetails(rs, "message.reasoning_details", details)
+		if err != nil {
+			return err
+		}
+		resp.Content = append(resp.Content, bs...)
+		haveDetails = len(bs) > 0
+	}
+	if jsonx.KindOf(reasoning) == jsonx.String && !haveDetails {
 		s, err := rs.Str("message.reasoning_content", reasoning)
 		if err != nil {
 			return err
@@ -147,6 +160,14 @@ func decodeChoice(resp *wire.Response, choice []byte) error {
 		s, err := rs.Str("message.content", content)
 		if err != nil {
 			return err
+		}
+		// A leading <think>…</think> (DeepSeek-R1 on llama.cpp, vLLM,
+		// Ollama) is the model's reasoning.
+		if th, rest, ok := splitThink(s); ok {
+			if th != "" {
+				resp.Content = append(resp.Content, wire.Block{Type: wire.BlockThinking, Text: th})
+			}
+			s = rest
 		}
 		if s != "" {
 			resp.Content = append(resp.Content, wire.Block{Type: wire.BlockText, Text: s})
@@ -265,7 +286,9 @@ func appendUsage(b []byte, u *wire.Usage) []byte {
 }
 
 // EncodeResponse writes resp as a Chat Completions response ("created" is
-// the current time). Thinking becomes reasoning_content; a refusal stop puts
+// the current time). Thinking becomes reasoning_content, and, when a thinking
+// block is signed or redacted, also reasoning_details (see
+// appendReasoningDetails); a refusal stop puts
 // the text in "refusal"; blocks OpenAI has no form for are left out.
 func EncodeResponse(resp *wire.Response) ([]byte, error) {
 	size := 320 + len(resp.ID) + len(resp.Model)
@@ -309,6 +332,11 @@ func EncodeResponse(resp *wire.Response) ([]byte, error) {
 	if nthink > 0 {
 		b = append(b, `,"reasoning_content":`...)
 		b = jsonx.AppendString(b, string(reasoning))
+	}
+	if needsDetails(resp.Content) {
+		// signed or redacted thinking: OpenRouter's reasoning_details keep
+		// what the client must send back
+		b = appendReasoningDetails(b, resp.Content)
 	}
 	if ntools > 0 {
 		b = append(b, `,"tool_calls":[`...)

@@ -95,7 +95,7 @@ func TestEncodeResponseShapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(out), `"message":{"role":"assistant","content":"ab","reasoning_content":"hmm","refusal":null}`) {
+	if !strings.Contains(string(out), `"message":{"role":"assistant","content":"ab","reasoning_content":"hmm","reasoning_details":[{"type":"reasoning.text","text":"hmm","signature":"s","format":"anthropic-claude-v1","index":0}],"refusal":null}`) {
 		t.Errorf("got %s", out)
 	}
 	if !strings.Contains(string(out), `"id":"chatcmpl-`) {

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/bardoinference/bardo/host/dialect"
 	"github.com/bardoinference/bardo/host/dialect/internal/dec"
@@ -35,7 +36,8 @@ func IncludeUsage(req *wire.Request) bool {
 // ("data: {…}\n\n" lines ending with "data: [DONE]\n\n"), in the order the
 // official SDKs' accumulators expect: a first chunk with the assistant role,
 // content / reasoning_content / tool_calls deltas (tool call indexes count
-// tool calls, not content blocks), one chunk with finish_reason, then the
+// tool calls, not content blocks; a thinking block's signature, and redacted
+// thinking, go out as delta.reasoning_details, OpenRouter's convention), one chunk with finish_reason, then the
 // usage chunk (choices: [], only when include_usage was asked), then [DONE].
 // Every chunk carries the same id. Pings become SSE comments. An error event
 // is written as data: {"error":{…}} and ends the stream (no [DONE]).
@@ -55,6 +57,25 @@ type StreamEncoder struct {
 	usage        wire.Usage
 	prefix       []byte // `data: {"id":…,"choices":[{"index":0,"delta":`
 	tools        []toolSlot
+	thinks       []thinkSlot // thinking blocks, for reasoning_details
+	details      int         // reasoning_details entries written
+}
+
+// thinkSlot collects a thinking block's text, so its signature delta can
+// go out as one complete reasoning_details entry.
+type thinkSlot struct {
+	block int64
+	text  []byte
+}
+
+func (s *StreamEncoder) think(block int64) *thinkSlot {
+	for i := len(s.thinks) - 1; i >= 0; i-- {
+		if s.thinks[i].block == block {
+			return &s.thinks[i]
+		}
+	}
+	s.thinks = append(s.thinks, thinkSlot{block: block})
+	return &s.thinks[len(s.thinks)-1]
 }
 
 type toolSlot struct {
@@ -149,7 +170,25 @@ func (s *StreamEncoder) Encode(dst []byte, ev *wire.Event) []byte {
 	case wire.EventMessageStart:
 		// a second message_start: nothing to say
 	case wire.EventBlockStart:
-		if ev.Block.Type != wire.BlockToolUse || s.finished {
+		if s.finished {
+			return dst
+		}
+		switch ev.Block.Type {
+		case wire.BlockThinking:
+			t := s.think(ev.Index)
+			t.text = append(t.text[:0], ev.Block.Text...)
+			return dst
+		case wire.BlockRedactedThinking:
+			// redacted thinking has no reasoning_content form: only
+			// reasoning_details carries it
+			dst = s.chunkHead(dst)
+			dst = append(dst, `{"reasoning_details":[`...)
+			dst = appendEncryptedDetail(dst, ev.Block.Data, s.details)
+			s.details++
+			dst = append(dst, ']', '}')
+			return s.chunkTail(dst, "")
+		}
+		if ev.Block.Type != wire.BlockToolUse {
 			return dst
 		}
 		slot := toolSlot{block: ev.Index, index: len(s.tools)}
@@ -179,7 +218,19 @@ func (s *StreamEncoder) Encode(dst []byte, ev *wire.Event) []byte {
 			dst = jsonx.AppendString(dst, ev.Text)
 			dst = append(dst, '}')
 			dst = s.chunkTail(dst, "")
+		case wire.DeltaSignature:
+			// the thinking block is complete: one reasoning_details entry
+			// with its whole text and signature (OpenRouter's convention)
+			t := s.think(ev.Index)
+			dst = s.chunkHead(dst)
+			dst = append(dst, `{"reasoning_details":[`...)
+			dst = appendTextDetail(dst, string(t.text), ev.Text, s.details)
+			s.details++
+			dst = append(dst, ']', '}')
+			dst = s.chunkTail(dst, "")
 		case wire.DeltaThinking:
+			t := s.think(ev.Index)
+			t.text = append(t.text, ev.Text...)
 			dst = s.chunkHead(dst)
 			dst = append(dst, `{"reasoning_content":`...)
 			dst = jsonx.AppendString(dst, ev.Text)
@@ -253,7 +304,8 @@ func (s *StreamEncoder) Done() bool { return s.done }
 // events: message_start on the first chunk, block start/stop around runs of
 // reasoning, text and each tool call, deltas, and message_delta (stop reason
 // and usage, which OpenAI sends last) plus message_stop at [DONE]. Only
-// choice 0 is followed.
+// choice 0 is followed. A leading "<think>…</think>" in content becomes a
+// thinking block (tags may be split across chunks).
 type StreamDecoder struct {
 	started, stopped bool
 	open             blockKind
@@ -262,7 +314,21 @@ type StreamDecoder struct {
 	calls            []callSlot
 	stop             string
 	usage            wire.Usage
+	tag              tagState // leading <think> extraction from content
+	held             string   // content held back: maybe part of a tag
 }
+
+// tagState follows a leading "<think>…</think>" in streamed content.
+type tagState uint8
+
+const (
+	tagUndecided tagState = iota // no content yet: a leading <think> may come
+	tagInside                    // inside <think>: content is reasoning
+	tagAfter                     // just after </think>: leading whitespace is dropped
+	tagDone                      // content is text
+)
+
+const tagSpace = " \t\r\n"
 
 type blockKind uint8
 
@@ -394,8 +460,12 @@ func (d *StreamDecoder) choice(out []wire.Event, c []byte) ([]wire.Event, error)
 		if out, err = d.text(out, reasoning, openThinking, wire.DeltaThinking, "delta.reasoning_content"); err != nil {
 			return out, err
 		}
-		if out, err = d.text(out, content, openText, wire.DeltaText, "delta.content"); err != nil {
-			return out, err
+		if jsonx.KindOf(content) == jsonx.String {
+			c, err := rs.Str("delta.content", content)
+			if err != nil {
+				return out, err
+			}
+			out = d.content(out, c)
 		}
 		if out, err = d.text(out, refusal, openText, wire.DeltaText, "delta.refusal"); err != nil {
 			return out, err
@@ -404,6 +474,7 @@ func (d *StreamDecoder) choice(out []wire.Event, c []byte) ([]wire.Event, error)
 			d.stop = wire.StopRefusal
 		}
 		if jsonx.KindOf(toolCalls) == jsonx.Array {
+			out = d.flushHeld(out)
 			err = jsonx.ArrayEach(toolCalls, func(i int, tc []byte) error {
 				var err error
 				out, err = d.toolCall(out, tc, int64(i))
@@ -422,6 +493,7 @@ func (d *StreamDecoder) choice(out []wire.Event, c []byte) ([]wire.Event, error)
 		if d.stop != wire.StopRefusal || f != "stop" {
 			d.stop = StopReason(f)
 		}
+		out = d.flushHeld(out)
 		out = d.closeOpen(out)
 	}
 	return out, nil
@@ -448,8 +520,17 @@ func (d *StreamDecoder) text(out []wire.Event, val []byte, kind blockKind, dk wi
 		return out, nil
 	}
 	s, err := rs.Str(field, val)
-	if err != nil || s == "" {
+	if err != nil {
 		return out, err
+	}
+	return d.emit(out, kind, dk, s), nil
+}
+
+// emit appends a delta of s to the open block of kind, opening one first
+// when needed.
+func (d *StreamDecoder) emit(out []wire.Event, kind blockKind, dk wire.DeltaKind, s string) []wire.Event {
+	if s == "" {
+		return out
 	}
 	if d.open != kind {
 		bt := wire.BlockText
@@ -458,7 +539,74 @@ func (d *StreamDecoder) text(out []wire.Event, val []byte, kind blockKind, dk wi
 		}
 		out = d.openBlock(out, kind, wire.Block{Type: bt})
 	}
-	return append(out, wire.Event{Type: wire.EventDelta, Index: d.openIndex, Delta: dk, Text: s}), nil
+	return append(out, wire.Event{Type: wire.EventDelta, Index: d.openIndex, Delta: dk, Text: s})
+}
+
+// content handles a content delta: a leading "<think>…</think>" becomes a
+// thinking block, the rest text. Tags may be split across chunks, so a
+// possible partial tag is held back until the next chunk tells.
+func (d *StreamDecoder) content(out []wire.Event, s string) []wire.Event {
+	for s != "" {
+		switch d.tag {
+		case tagDone:
+			return d.emit(out, openText, wire.DeltaText, s)
+		case tagUndecided:
+			d.held += s
+			s = ""
+			t := strings.TrimLeft(d.held, tagSpace)
+			switch {
+			case strings.HasPrefix(t, thinkOpen):
+				d.tag, d.held = tagInside, ""
+				s = t[len(thinkOpen):]
+			case strings.HasPrefix(thinkOpen, t):
+				return out // only whitespace, or the start of "<think>": wait
+			default:
+				d.tag, s, d.held = tagDone, d.held, ""
+			}
+		case tagInside:
+			h := d.held + s
+			s, d.held = "", ""
+			if i := strings.Index(h, thinkClose); i >= 0 {
+				out = d.emit(out, openThinking, wire.DeltaThinking, h[:i])
+				d.tag = tagAfter
+				s = h[i+len(thinkClose):]
+				continue
+			}
+			keep := partialSuffix(h, thinkClose)
+			d.held = h[len(h)-keep:]
+			return d.emit(out, openThinking, wire.DeltaThinking, h[:len(h)-keep])
+		case tagAfter:
+			if s = strings.TrimLeft(s, tagSpace); s != "" {
+				d.tag = tagDone
+			}
+		}
+	}
+	return out
+}
+
+// flushHeld emits content held back by content, as what it was taken for.
+func (d *StreamDecoder) flushHeld(out []wire.Event) []wire.Event {
+	if d.held == "" {
+		return out
+	}
+	h := d.held
+	d.held = ""
+	if d.tag == tagInside {
+		return d.emit(out, openThinking, wire.DeltaThinking, h)
+	}
+	d.tag = tagDone
+	return d.emit(out, openText, wire.DeltaText, h)
+}
+
+// partialSuffix is the length of the longest proper prefix of tag that s
+// ends with.
+func partialSuffix(s, tag string) int {
+	for k := min(len(tag)-1, len(s)); k > 0; k-- {
+		if strings.HasSuffix(s, tag[:k]) {
+			return k
+		}
+	}
+	return 0
 }
 
 func (d *StreamDecoder) toolCall(out []wire.Event, tc []byte, pos int64) ([]wire.Event, error) {
@@ -524,6 +672,7 @@ func (d *StreamDecoder) end(out []wire.Event) []wire.Event {
 		d.started = true
 		out = append(out, wire.Event{Type: wire.EventMessageStart})
 	}
+	out = d.flushHeld(out)
 	out = d.closeOpen(out)
 	stop := d.stop
 	if stop == "" {

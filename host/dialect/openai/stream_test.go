@@ -92,9 +92,10 @@ func TestStreamEncodeRepairsAndErrors(t *testing.T) {
 	s := NewStreamEncoder(false)
 	got := string(encodeAll(s, evs))
 	chunks := testutil.ParseSSE(t, []byte(got))
-	if len(chunks) != 4 || !strings.Contains(chunks[0].Data, `"delta":{"role":"assistant","content":""}`) ||
+	if len(chunks) != 5 || !strings.Contains(chunks[0].Data, `"delta":{"role":"assistant","content":""}`) ||
 		!strings.Contains(chunks[1].Data, `"delta":{"reasoning_content":"hmm"}`) ||
-		!strings.Contains(chunks[2].Data, `"finish_reason":"stop"`) || chunks[3].Data != "[DONE]" {
+		!strings.Contains(chunks[2].Data, `"delta":{"reasoning_details":[{"type":"reasoning.text","text":"hmm","signature":"sig","format":"anthropic-claude-v1","index":0}]}`) ||
+		!strings.Contains(chunks[3].Data, `"finish_reason":"stop"`) || chunks[4].Data != "[DONE]" {
 		t.Errorf("got:\n%s", got)
 	}
 	if !s.Done() {

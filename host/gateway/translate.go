@@ -1,0 +1,246 @@
+package gateway
+
+// Cross-dialect fixes the native codecs cannot make on their own, because
+// they need the caller's dialect, the upstream's, and the Exchange:
+//
+//   - Structured outputs. Anthropic has no response_format. When an OpenAI
+//     caller's response_format ({"type":"json_schema",…} or
+//     {"type":"json_object"}) goes to an Anthropic upstream, the request gets
+//     one more tool, named after json_schema.name (else "json_response"),
+//     whose input_schema is the schema ({"type":"object"} for json_object),
+//     and tool_choice forces it. The upstream's tool_use of that tool is
+//     turned back into a text block holding the JSON input (stop reason
+//     end_turn), in complete responses and in streams (input_json_delta
+//     become text deltas). A caller that forces a tool of its own cannot have
+//     both: its request goes as is and X-Bardo-Degraded says
+//     "structured-output-unsupported".
+//   - Sampling ranges. Anthropic's temperature is 0..1 (OpenAI's 0..2),
+//     top_p is 0..1 for both, top_k must not be negative. A value out of the
+//     upstream's range is clamped, with a degraded note such as
+//     "temperature-clamped:1.6>1".
+//
+// Both apply only when the gateway encodes a request for an upstream of
+// another dialect; a pristine passthrough is never touched.
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/bardoinference/bardo/host/pipeline"
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// structuredToolDefault names the structured-output tool when json_schema
+// has no name (or for json_object).
+const structuredToolDefault = "json_response"
+
+// translateRequest returns req fitted for an upstream of dialect up (req
+// itself when nothing changes, else a copy: x.Req must stay the caller's, a
+// failover may encode it for another provider). It sets x.StructuredTool
+// and appends degraded notes. honoured lists the caller's Extra fields the
+// translation took care of (not to be reported as dropped).
+func translateRequest(x *pipeline.Exchange, req *wire.Request, up wire.Dialect) (out *wire.Request, honoured []string) {
+	out = req
+	if x.Meta.Dialect == wire.DialectOpenAI && up == wire.DialectAnthropic {
+		if name, schema, ok := responseFormat(req.Extra); ok {
+			if forcesTool(req) {
+				addDegraded(x, "structured-output-unsupported")
+			} else {
+				cp := *out
+				cp.Tools = append(append([]wire.Tool(nil), req.Tools...), wire.Tool{
+					Name:        name,
+					Description: "Respond with a JSON object matching this schema. Call this tool exactly once, with the whole answer as its input.",
+					Schema:      schema,
+				})
+				tc, _ := json.Marshal(map[string]string{"type": "tool", "name": name})
+				cp.ToolChoice = tc
+				out = &cp
+				x.StructuredTool = name
+				honoured = append(honoured, "response_format")
+			}
+		}
+	}
+	if p, notes := clampParams(out.Params, up); len(notes) > 0 {
+		if out == req {
+			cp := *req
+			out = &cp
+		}
+		out.Params = p
+		for _, n := range notes {
+			addDegraded(x, n)
+		}
+	}
+	return out, honoured
+}
+
+// responseFormat reads an OpenAI response_format from the caller's extra
+// fields: the tool name and input schema that stand for it.
+func responseFormat(extra []byte) (name string, schema []byte, ok bool) {
+	if len(extra) == 0 {
+		return "", nil, false
+	}
+	var top struct {
+		ResponseFormat *struct {
+			Type       string `json:"type"`
+			JSONSchema *struct {
+				Name   string          `json:"name"`
+				Schema json.RawMessage `json:"schema"`
+			} `json:"json_schema"`
+		} `json:"response_format"`
+	}
+	if json.Unmarshal(extra, &top) != nil || top.ResponseFormat == nil {
+		return "", nil, false
+	}
+	rf := top.ResponseFormat
+	switch rf.Type {
+	case "json_object":
+		return structuredToolDefault, []byte(`{"type":"object"}`), true
+	case "json_schema":
+		name, schema = structuredToolDefault, []byte(`{"type":"object"}`)
+		if js := rf.JSONSchema; js != nil {
+			if js.Name != "" {
+				name = js.Name
+			}
+			if len(js.Schema) > 0 && js.Schema[0] == '{' {
+				schema = js.Schema
+			}
+		}
+		return name, schema, true
+	}
+	return "", nil, false
+}
+
+// forcesTool reports whether the caller offered tools of its own and forced
+// their use (canonical tool_choice "any" or "tool").
+func forcesTool(req *wire.Request) bool {
+	if len(req.Tools) == 0 || len(req.ToolChoice) == 0 {
+		return false
+	}
+	var tc struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(req.ToolChoice, &tc) != nil {
+		return false
+	}
+	return tc.Type == "any" || tc.Type == "tool"
+}
+
+// clampParams fits sampling parameters into the ranges of dialect up.
+func clampParams(p wire.Params, up wire.Dialect) (wire.Params, []string) {
+	var notes []string
+	clamp := func(name string, v *float64, lo, hi float64) {
+		c := min(max(*v, lo), hi)
+		if c != *v {
+			notes = append(notes, name+"-clamped:"+fmtFloat(*v)+">"+fmtFloat(c))
+			*v = c
+		}
+	}
+	maxTemp := 2.0
+	if up == wire.DialectAnthropic {
+		maxTemp = 1
+	}
+	if p.Set&wire.HasTemperature != 0 {
+		clamp("temperature", &p.Temperature, 0, maxTemp)
+	}
+	if p.Set&wire.HasTopP != 0 {
+		clamp("top_p", &p.TopP, 0, 1)
+	}
+	if p.Set&wire.HasTopK != 0 && p.TopK < 0 {
+		notes = append(notes, "top_k-clamped:"+strconv.FormatInt(p.TopK, 10)+">0")
+		p.TopK = 0
+	}
+	return p, notes
+}
+
+func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// addDegraded appends a note once (an attempt may be repeated).
+func addDegraded(x *pipeline.Exchange, note string) {
+	for _, d := range x.Degraded {
+		if d == note {
+			return
+		}
+	}
+	x.Degraded = append(x.Degraded, note)
+}
+
+// unwrapStructured turns the structured-output tool's tool_use back into the
+// text answer the caller asked for.
+func unwrapStructured(x *pipeline.Exchange, resp *wire.Response) {
+	if x.StructuredTool == "" || resp == nil {
+		return
+	}
+	found, others := false, false
+	for i := range resp.Content {
+		b := &resp.Content[i]
+		if b.Type != wire.BlockToolUse {
+			continue
+		}
+		if b.Name != x.StructuredTool {
+			others = true
+			continue
+		}
+		*b = wire.Block{Type: wire.BlockText, Text: string(b.Data)}
+		found = true
+	}
+	if found && !others && resp.StopReason == wire.StopToolUse {
+		resp.StopReason = wire.StopEndTurn
+	}
+}
+
+// structuredStream does what unwrapStructured does, for a stream: the tool's
+// block start becomes a text block start, its input_json deltas text deltas.
+type structuredStream struct {
+	tool   string
+	blocks []int64 // canonical indexes of the tool's blocks
+	found  bool
+	others bool // the model used another tool too
+}
+
+func newStructuredStream(x *pipeline.Exchange) *structuredStream {
+	if x.StructuredTool == "" {
+		return nil
+	}
+	return &structuredStream{tool: x.StructuredTool}
+}
+
+func (s *structuredStream) mine(index int64) bool {
+	for _, b := range s.blocks {
+		if b == index {
+			return true
+		}
+	}
+	return false
+}
+
+// events rewrites a batch of canonical events in place.
+func (s *structuredStream) events(evs []wire.Event) []wire.Event {
+	if s == nil {
+		return evs
+	}
+	for i := range evs {
+		ev := &evs[i]
+		switch ev.Type {
+		case wire.EventBlockStart:
+			if ev.Block.Type != wire.BlockToolUse {
+				continue
+			}
+			if ev.Block.Name != s.tool {
+				s.others = true
+				continue
+			}
+			s.blocks = append(s.blocks, ev.Index)
+			s.found = true
+			ev.Block = wire.Block{Type: wire.BlockText}
+		case wire.EventDelta:
+			if ev.Delta == wire.DeltaInputJSON && s.mine(ev.Index) {
+				ev.Delta = wire.DeltaText
+			}
+		case wire.EventMessageDelta:
+			if s.found && !s.others && ev.StopReason == wire.StopToolUse {
+				ev.StopReason = wire.StopEndTurn
+			}
+		}
+	}
+	return evs
+}
