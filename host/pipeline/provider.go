@@ -95,8 +95,7 @@ func (p *Pipeline) providerError(pr *Provider, op string, err error) *wire.Error
 func (p *Pipeline) Encode(ctx context.Context, x *Exchange, pr *Provider, route wire.Route) (*wire.EncodeResult, *wire.Error) {
 	enc := encoders.Get().(*wire.Encoder)
 	defer encoders.Put(enc)
-	in := wire.EncodeInput{Meta: x.Meta, Route: route, Request: *x.Req, Pristine: x.Pristine}
-	in.Encode(enc)
+	wire.EncodeEncodeInput(enc, &x.Meta, &route, x.Req, pr.Plugin.Descriptor().Reads, x.Pristine)
 	out, err := pr.Plugin.Call(ctx, plugin.OpEncode, enc.Bytes(), x.info())
 	if err != nil {
 		return nil, p.providerError(pr, "encode", err)

@@ -49,6 +49,10 @@ type Layer struct {
 type Provider struct {
 	Name    string
 	Version string
+	// Reads are the request parts Encode needs (Stream, the route and Meta
+	// always come). An adapter that lets the host encode natively needs
+	// none; one that builds its own body declares wire.PartAll.
+	Reads wire.Part
 
 	Init func() error
 	// Encode turns a canonical request into an upstream call (or a local answer).
@@ -137,7 +141,8 @@ func run(op Op, in []byte) error {
 			d = wire.Descriptor{ABI: ABIVersion, Name: layer.Name, Version: layer.Version, Kind: "layer",
 				Phases: layer.Phases, Reads: layer.Reads, Writes: layer.Writes}
 		case provider != nil:
-			d = wire.Descriptor{ABI: ABIVersion, Name: provider.Name, Version: provider.Version, Kind: "provider"}
+			d = wire.Descriptor{ABI: ABIVersion, Name: provider.Name, Version: provider.Version, Kind: "provider",
+				Reads: provider.Reads}
 		default:
 			return errNotRegistered
 		}

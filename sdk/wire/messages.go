@@ -424,13 +424,19 @@ func (x *LayerStreamResult) Decode(b []byte) error {
 	return d.Err()
 }
 
-// Encode writes the encode input.
+// Encode writes the encode input with every part of its Request.
 func (x *EncodeInput) Encode(e *Encoder) {
+	EncodeEncodeInput(e, &x.Meta, &x.Route, &x.Request, PartAll, x.Pristine)
+}
+
+// EncodeEncodeInput writes an EncodeInput holding only the given parts of req
+// (a provider's declared Reads), without building one.
+func EncodeEncodeInput(e *Encoder, m *Meta, r *Route, req *Request, parts Part, pristine bool) {
 	e.Reset()
-	e.meta(&x.Meta)
-	e.route(&x.Route)
-	e.requestParts(&x.Request, PartAll)
-	e.Bool(x.Pristine)
+	e.meta(m)
+	e.route(r)
+	e.requestParts(req, parts)
+	e.Bool(pristine)
 }
 
 // Decode reads the encode input.

@@ -62,6 +62,7 @@ func init() {
 	plugin.RegisterProvider(plugin.Provider{
 		Name:    "gemini",
 		Version: "1.0.0",
+		Reads:   wire.PartAll,
 		Init: func() error {
 			cfg = config{}
 			if err := plugin.DecodeConfig(&cfg); err != nil {

@@ -21,6 +21,7 @@ func init() {
 	plugin.RegisterProvider(plugin.Provider{
 		Name:    "sim",
 		Version: "1.0.0",
+		Reads:   wire.PartSystem | wire.PartMessages | wire.PartTools | wire.PartParams,
 		Encode:  encode,
 	})
 }
