@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bardoinference/bardo/sdk/jsonscan"
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/plugintest"
 	"github.com/bardoinference/bardo/sdk/wire"
@@ -97,7 +98,7 @@ func TestNormalizeText(t *testing.T) {
 
 func TestEachMember(t *testing.T) {
 	var got []string
-	eachMember([]byte(` { "a" : 1, "b":{"x":[1,"}"]}, "c\"d":"s" ,"e":null} `), func(k, v []byte) {
+	jsonscan.EachMember([]byte(` { "a" : 1, "b":{"x":[1,"}"]}, "c\"d":"s" ,"e":null} `), func(k, v []byte) {
 		got = append(got, string(k)+"="+string(v))
 	})
 	want := `a=1|b={"x":[1,"}"]}|c\"d="s"|e=null`

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"unsafe"
 
+	"github.com/bardoinference/bardo/sdk/jsonscan"
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
@@ -422,7 +423,7 @@ func (k *keyBuilder) build(req *wire.Request) []byte {
 
 	k.buf = append(k.buf, sepSection, 'X')
 	if len(req.Extra) > 0 {
-		eachMember(req.Extra, func(key, val []byte) {
+		jsonscan.EachMember(req.Extra, func(key, val []byte) {
 			for _, ig := range k.ignore {
 				if string(key) == ig {
 					return
@@ -591,98 +592,4 @@ func (k *keyBuilder) params(p *wire.Params) {
 		b = append(b, s...)
 	}
 	k.buf = b
-}
-
-// eachMember calls fn with every top-level member of a JSON object (key
-// without quotes, value as written). It stops quietly on malformed input:
-// the host validated Extra already.
-func eachMember(obj []byte, fn func(key, val []byte)) {
-	i := skipWSb(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return
-	}
-	i++
-	for {
-		i = skipWSb(obj, i)
-		if i >= len(obj) || obj[i] != '"' {
-			return
-		}
-		ks := i + 1
-		i = skipString(obj, i)
-		if i < 0 {
-			return
-		}
-		key := obj[ks : i-1]
-		i = skipWSb(obj, i)
-		if i >= len(obj) || obj[i] != ':' {
-			return
-		}
-		i = skipWSb(obj, i+1)
-		vs := i
-		i = skipValue(obj, i)
-		if i < 0 {
-			return
-		}
-		fn(key, obj[vs:i])
-		i = skipWSb(obj, i)
-		if i >= len(obj) || obj[i] != ',' {
-			return
-		}
-		i++
-	}
-}
-
-func skipWSb(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index after the string starting at b[i] ('"'), or -1.
-func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return -1
-}
-
-// skipValue returns the index after the JSON value starting at b[i], or -1.
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i)
-				if i < 0 {
-					return -1
-				}
-				i--
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return -1
-	}
-	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && !isSpace[b[i]] {
-		i++
-	}
-	return i
 }

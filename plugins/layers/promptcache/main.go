@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bardoinference/bardo/sdk/jsonscan"
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
@@ -255,7 +256,7 @@ func onRequest(in *wire.LayerRequest, res *wire.LayerResult) error {
 	// prompt_cache_key (OpenAI, Venice): not for Anthropic, whose API
 	// refuses unknown top-level fields.
 	extra := req.Extra
-	if cfg.promptCacheKey && target != wire.DialectAnthropic && !hasMember(extra, "prompt_cache_key") {
+	if cfg.promptCacheKey && target != wire.DialectAnthropic && !jsonscan.HasMember(extra, "prompt_cache_key") {
 		extra = withMember(extra, "prompt_cache_key", "bardo-"+hex.EncodeToString(sum[:12]))
 		patched |= wire.PartExtra
 		plugin.CounterAdd(metricCacheKeys, 1)
@@ -471,117 +472,19 @@ func hexes(s string, at, n int) bool {
 	return true
 }
 
-// hasMember reports whether the JSON object obj has a top-level member key.
-func hasMember(obj []byte, key string) bool {
-	found := false
-	eachMember(obj, func(k []byte) {
-		if string(k) == key {
-			found = true
-		}
-	})
-	return found
-}
-
 // withMember returns obj (a JSON object, or empty) with "key":"value" added
 // first. key and value must not need escaping.
 func withMember(obj []byte, key, value string) []byte {
 	member := `"` + key + `":"` + value + `"`
-	i := skipWS(obj, 0)
+	i := jsonscan.SkipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return []byte("{" + member + "}")
 	}
 	out := make([]byte, 0, len(obj)+len(member)+1)
 	out = append(out, obj[:i+1]...)
 	out = append(out, member...)
-	if j := skipWS(obj, i+1); j < len(obj) && obj[j] != '}' {
+	if j := jsonscan.SkipSpace(obj, i+1); j < len(obj) && obj[j] != '}' {
 		out = append(out, ',')
 	}
 	return append(out, obj[i+1:]...)
-}
-
-// eachMember calls fn with the key of every top-level member of a JSON
-// object. It stops quietly on malformed input: the host validated Extra.
-func eachMember(obj []byte, fn func(key []byte)) {
-	i := skipWS(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return
-	}
-	i++
-	for {
-		i = skipWS(obj, i)
-		if i >= len(obj) || obj[i] != '"' {
-			return
-		}
-		ks := i + 1
-		if i = skipString(obj, i); i < 0 {
-			return
-		}
-		fn(obj[ks : i-1])
-		i = skipWS(obj, i)
-		if i >= len(obj) || obj[i] != ':' {
-			return
-		}
-		if i = skipValue(obj, skipWS(obj, i+1)); i < 0 {
-			return
-		}
-		i = skipWS(obj, i)
-		if i >= len(obj) || obj[i] != ',' {
-			return
-		}
-		i++
-	}
-}
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index after the string starting at b[i] ('"'), or -1.
-func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return -1
-}
-
-// skipValue returns the index after the JSON value starting at b[i], or -1.
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				if i = skipString(b, i); i < 0 {
-					return -1
-				}
-				i--
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return -1
-	}
-	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\n' && b[i] != '\t' && b[i] != '\r' {
-		i++
-	}
-	return i
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bardoinference/bardo/sdk/jsonscan"
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/plugintest"
 	"github.com/bardoinference/bardo/sdk/wire"
@@ -297,10 +298,10 @@ func TestWithMember(t *testing.T) {
 		}
 	}
 	obj := []byte(`{"a":{"prompt_cache_key":1},"b":"prompt_cache_key","c\"":[{"x":"}"}],"prompt_cache_key":null}`)
-	if !hasMember(obj, "prompt_cache_key") {
+	if !jsonscan.HasMember(obj, "prompt_cache_key") {
 		t.Fatal("hasMember missed the last member")
 	}
-	if hasMember([]byte(`{"a":{"prompt_cache_key":1},"b":"prompt_cache_key"}`), "prompt_cache_key") {
+	if jsonscan.HasMember([]byte(`{"a":{"prompt_cache_key":1},"b":"prompt_cache_key"}`), "prompt_cache_key") {
 		t.Fatal("hasMember matched a nested key or a value")
 	}
 }
