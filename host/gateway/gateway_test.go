@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bardoinference/bardo/host/fakeupstream"
+	"github.com/bardoinference/bardo/host/testkit/apitest"
 	"github.com/bardoinference/bardo/host/testkit/testgateway"
 )
 
@@ -62,86 +62,40 @@ func startWithUpstream(t *testing.T, layers string) (*testgateway.Gateway, *fake
 	return g, fake
 }
 
-type reply struct {
-	status int
-	header http.Header
-	body   []byte
-}
+type reply = apitest.Reply
 
 func post(t *testing.T, url, path, body string, headers ...string) reply {
 	t.Helper()
-	req, err := http.NewRequest("POST", url+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if path == "/v1/messages" {
-		req.Header.Set("anthropic-version", "2023-06-01")
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return reply{resp.StatusCode, resp.Header, b}
+	return apitest.Post(t, url, path, body, headers...)
 }
 
 func decode(t *testing.T, b []byte) map[string]any {
 	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("not JSON: %v\n%s", err, b)
-	}
-	return m
+	return apitest.JSON(t, b)
 }
 
 // sseEvents splits an SSE body into (event, data) pairs.
 func sseEvents(t *testing.T, b []byte) [][2]string {
 	t.Helper()
-	var out [][2]string
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	var ev, data string
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if data != "" || ev != "" {
-				out = append(out, [2]string{ev, data})
-			}
-			ev, data = "", ""
-		case strings.HasPrefix(line, "event: "):
-			ev = line[7:]
-		case strings.HasPrefix(line, "data: "):
-			data += line[6:]
-		}
-	}
-	return out
+	return apitest.SSE(t, b)
 }
 
 func TestSimAnswersBothDialects(t *testing.T) {
 	g := testgateway.Start(t, simOnly, testgateway.Options{})
 
 	r := post(t, g.URL, "/v1/chat/completions", `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hello \"quoted\" ünïcode"}]}`)
-	if r.status != 200 {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	if r.Status != 200 {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
 	for _, h := range []string{"X-Bardo-Request-Id", "X-Bardo-Provider", "X-Bardo-Model"} {
-		if r.header.Get(h) == "" {
+		if r.Header.Get(h) == "" {
 			t.Errorf("missing header %s", h)
 		}
 	}
-	if r.header.Get("X-Bardo-Provider") != "sim" || r.header.Get("X-Bardo-Model") != "gpt-4o-mini" {
-		t.Errorf("provider/model headers = %q/%q", r.header.Get("X-Bardo-Provider"), r.header.Get("X-Bardo-Model"))
+	if r.Header.Get("X-Bardo-Provider") != "sim" || r.Header.Get("X-Bardo-Model") != "gpt-4o-mini" {
+		t.Errorf("provider/model headers = %q/%q", r.Header.Get("X-Bardo-Provider"), r.Header.Get("X-Bardo-Model"))
 	}
-	m := decode(t, r.body)
+	m := decode(t, r.Body)
 	content := m["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["content"].(string)
 	if !strings.HasPrefix(content, "[bardo sim]") || !strings.Contains(content, `hello "quoted" ünïcode`) {
 		t.Errorf("sim content does not quote the message verbatim: %q", content)
@@ -152,10 +106,10 @@ func TestSimAnswersBothDialects(t *testing.T) {
 	}
 
 	r = post(t, g.URL, "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":"hi there"}]}`)
-	if r.status != 200 {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	if r.Status != 200 {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
-	m = decode(t, r.body)
+	m = decode(t, r.Body)
 	if m["type"] != "message" || m["role"] != "assistant" || m["stop_reason"] != "end_turn" {
 		t.Errorf("anthropic message = %v", m)
 	}
@@ -168,10 +122,10 @@ func TestSimStreamsBothDialects(t *testing.T) {
 	g := testgateway.Start(t, simOnly, testgateway.Options{})
 
 	r := post(t, g.URL, "/v1/chat/completions", `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"stream me a reply please"}]}`)
-	if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
-		t.Fatalf("status %d, type %q", r.status, r.header.Get("Content-Type"))
+	if r.Status != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("status %d, type %q", r.Status, r.Header.Get("Content-Type"))
 	}
-	evs := sseEvents(t, r.body)
+	evs := sseEvents(t, r.Body)
 	if len(evs) < 3 || evs[len(evs)-1][1] != "[DONE]" {
 		t.Fatalf("openai stream does not end with [DONE]: %v", evs)
 	}
@@ -191,7 +145,7 @@ func TestSimStreamsBothDialects(t *testing.T) {
 	}
 
 	r = post(t, g.URL, "/v1/messages", `{"model":"claude-x","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hello stream"}]}`)
-	evs = sseEvents(t, r.body)
+	evs = sseEvents(t, r.Body)
 	var names []string
 	for _, ev := range evs {
 		names = append(names, ev[0])
@@ -208,8 +162,8 @@ func TestPassthroughKeepsBytes(t *testing.T) {
 	g, fake := startWithUpstream(t, "")
 	body := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hello"}],"user":"u-1","some_future_field":{"x":[1,2,3]}}`
 	r := post(t, g.URL, "/v1/chat/completions", body)
-	if r.status != 200 {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	if r.Status != 200 {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
 	if got := string(fake.Last().Body); got != body {
 		t.Fatalf("upstream received\n%s\nwant the caller's bytes\n%s", got, body)
@@ -217,11 +171,11 @@ func TestPassthroughKeepsBytes(t *testing.T) {
 	if auth := fake.Last().Header.Get("Authorization"); auth != "Bearer "+upKey {
 		t.Fatalf("upstream auth header = %q", auth)
 	}
-	if r.header.Get("X-Bardo-Provider") != "up" {
-		t.Fatalf("provider = %q", r.header.Get("X-Bardo-Provider"))
+	if r.Header.Get("X-Bardo-Provider") != "up" {
+		t.Fatalf("provider = %q", r.Header.Get("X-Bardo-Provider"))
 	}
-	if !strings.Contains(string(r.body), "echo: hello") {
-		t.Fatalf("body = %s", r.body)
+	if !strings.Contains(string(r.Body), "echo: hello") {
+		t.Fatalf("body = %s", r.Body)
 	}
 }
 
@@ -229,15 +183,15 @@ func TestPassthroughKeepsBytes(t *testing.T) {
 func TestCrossDialect(t *testing.T) {
 	g, fake := startWithUpstream(t, "")
 	r := post(t, g.URL, "/v1/messages", `{"model":"gpt-4o","max_tokens":50,"system":"Be brief.","messages":[{"role":"user","content":"translate me"}]}`)
-	if r.status != 200 {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	if r.Status != 200 {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
 	up := decode(t, fake.Last().Body)
 	msgs := up["messages"].([]any)
 	if len(msgs) != 2 || msgs[0].(map[string]any)["role"] != "system" {
 		t.Fatalf("upstream messages = %v", msgs)
 	}
-	m := decode(t, r.body)
+	m := decode(t, r.Body)
 	if m["type"] != "message" {
 		t.Fatalf("caller got %v", m)
 	}
@@ -250,13 +204,13 @@ func TestUpstreamStreamTranslated(t *testing.T) {
 	g, _ := startWithUpstream(t, "")
 	// OpenAI caller, OpenAI upstream, no layers: passthrough.
 	r := post(t, g.URL, "/v1/chat/completions", `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"one two three four five six"}]}`)
-	evs := sseEvents(t, r.body)
+	evs := sseEvents(t, r.Body)
 	if len(evs) < 3 || evs[len(evs)-1][1] != "[DONE]" {
 		t.Fatalf("passthrough stream = %v", evs)
 	}
 	// Anthropic caller, OpenAI upstream: translated stream.
 	r = post(t, g.URL, "/v1/messages", `{"model":"gpt-4o","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"one two three four five six"}]}`)
-	evs = sseEvents(t, r.body)
+	evs = sseEvents(t, r.Body)
 	var text strings.Builder
 	for _, ev := range evs {
 		if ev[0] == "content_block_delta" {
@@ -277,7 +231,7 @@ func TestStreamCutEndsWithErrorEvent(t *testing.T) {
 	} {
 		fake.Script(fakeupstream.CutAfter(2))
 		r := post(t, g.URL, tc.path, tc.body)
-		evs := sseEvents(t, r.body)
+		evs := sseEvents(t, r.Body)
 		if len(evs) == 0 {
 			t.Fatalf("%s: empty stream", tc.path)
 		}
@@ -292,23 +246,23 @@ func TestUpstreamErrorsInCallerDialect(t *testing.T) {
 	g, fake := startWithUpstream(t, "")
 	fake.Script(fakeupstream.RateLimited(7))
 	r := post(t, g.URL, "/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"x"}]}`)
-	if r.status != 429 || r.header.Get("Retry-After") != "7" {
-		t.Fatalf("status %d retry-after %q: %s", r.status, r.header.Get("Retry-After"), r.body)
+	if r.Status != 429 || r.Header.Get("Retry-After") != "7" {
+		t.Fatalf("status %d retry-after %q: %s", r.Status, r.Header.Get("Retry-After"), r.Body)
 	}
-	if e := decode(t, r.body)["error"].(map[string]any); e["type"] != "rate_limit_error" && e["code"] != "rate_limit_exceeded" {
+	if e := decode(t, r.Body)["error"].(map[string]any); e["type"] != "rate_limit_error" && e["code"] != "rate_limit_exceeded" {
 		t.Fatalf("openai error = %v", e)
 	}
 
 	fake.Script(fakeupstream.Fail(500), fakeupstream.Fail(500)) // the first try and its retry
 	r = post(t, g.URL, "/v1/messages", `{"model":"gpt-4o","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`)
-	if r.status != 502 || r.header.Get("X-Bardo-Fallback") != "up:502,up:502" {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	if r.Status != 502 || r.Header.Get("X-Bardo-Fallback") != "up:502,up:502" {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
-	m := decode(t, r.body)
+	m := decode(t, r.Body)
 	if m["type"] != "error" || m["error"].(map[string]any)["type"] == "" {
 		t.Fatalf("anthropic error = %v", m)
 	}
-	if strings.Contains(string(r.body), upKey) {
+	if strings.Contains(string(r.Body), upKey) {
 		t.Fatal("the upstream key leaked into an error")
 	}
 }
@@ -329,16 +283,16 @@ func TestBadInputGetsDialectErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := post(t, g.URL, tc.path, tc.body)
-			if r.status != tc.status {
-				t.Fatalf("status %d, want %d: %s", r.status, tc.status, r.body)
+			if r.Status != tc.status {
+				t.Fatalf("status %d, want %d: %s", r.Status, tc.status, r.Body)
 			}
-			m := decode(t, r.body)
+			m := decode(t, r.Body)
 			if tc.anthropic {
 				if m["type"] != "error" || m["error"].(map[string]any)["message"] == "" {
-					t.Fatalf("not an Anthropic error: %s", r.body)
+					t.Fatalf("not an Anthropic error: %s", r.Body)
 				}
 			} else if m["error"].(map[string]any)["message"] == "" {
-				t.Fatalf("not an OpenAI error: %s", r.body)
+				t.Fatalf("not an OpenAI error: %s", r.Body)
 			}
 		})
 	}
@@ -384,8 +338,8 @@ suffix = " [seen-by-layer]"
 `)
 	body := `{"model":"gpt-4o","messages":[{"role":"user","content":"hello"}],"unknown_field":1}`
 	r := post(t, g.URL, "/v1/chat/completions", body)
-	if r.status != 200 {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	if r.Status != 200 {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
 	up := string(fake.Last().Body)
 	if !strings.Contains(up, "hello [seen-by-layer] #1") {
@@ -394,8 +348,8 @@ suffix = " [seen-by-layer]"
 	if !strings.Contains(up, `"unknown_field":1`) {
 		t.Fatalf("re-encoding dropped an unknown field: %s", up)
 	}
-	if r.header.Get("X-Bardo-Hostcalls") != "1" {
-		t.Fatalf("layer header = %q", r.header.Get("X-Bardo-Hostcalls"))
+	if r.Header.Get("X-Bardo-Hostcalls") != "1" {
+		t.Fatalf("layer header = %q", r.Header.Get("X-Bardo-Hostcalls"))
 	}
 }
 
@@ -420,7 +374,7 @@ func TestReload(t *testing.T) {
 	ask := func() reply {
 		return post(t, g.URL, "/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`)
 	}
-	if r := ask(); r.header.Get("X-Bardo-Hostcalls") != "" {
+	if r := ask(); r.Header.Get("X-Bardo-Hostcalls") != "" {
 		t.Fatal("layer active before reload")
 	}
 
@@ -441,12 +395,12 @@ trusted = true
 	if err := g.Rewrite(t, withLayer); err != nil {
 		t.Fatalf("reload: %v", err)
 	}
-	if r := ask(); r.header.Get("X-Bardo-Hostcalls") != "1" {
-		t.Fatalf("layer not active after reload: %v", r.header)
+	if r := ask(); r.Header.Get("X-Bardo-Hostcalls") != "1" {
+		t.Fatalf("layer not active after reload: %v", r.Header)
 	}
 	wg.Wait()
-	if slow.status != 200 {
-		t.Fatalf("in-flight request failed across reload: %d %s", slow.status, slow.body)
+	if slow.Status != 200 {
+		t.Fatalf("in-flight request failed across reload: %d %s", slow.Status, slow.Body)
 	}
 
 	// A broken file: reload fails with file:line, the old pipeline serves.
@@ -455,8 +409,8 @@ trusted = true
 	} else if !strings.Contains(err.Error(), "pipeline.toml:") {
 		t.Fatalf("error does not name the file and line: %v", err)
 	}
-	if r := ask(); r.status != 200 || r.header.Get("X-Bardo-Hostcalls") == "" {
-		t.Fatalf("old pipeline not serving after a failed reload: %d %v", r.status, r.header)
+	if r := ask(); r.Status != 200 || r.Header.Get("X-Bardo-Hostcalls") == "" {
+		t.Fatalf("old pipeline not serving after a failed reload: %d %v", r.Status, r.Header)
 	}
 }
 
@@ -498,17 +452,17 @@ trusted = true
 			}
 			wg.Wait()
 			for i, r := range good {
-				if r.status != 200 || r.header.Get("X-Bardo-Degraded") != "" {
-					t.Errorf("good request %d: %d %q %s", i, r.status, r.header.Get("X-Bardo-Degraded"), r.body)
+				if r.Status != 200 || r.Header.Get("X-Bardo-Degraded") != "" {
+					t.Errorf("good request %d: %d %q %s", i, r.Status, r.Header.Get("X-Bardo-Degraded"), r.Body)
 				}
 			}
 			for i, r := range bad {
 				if policy == "fail-open" {
-					if r.status != 200 || !strings.Contains(r.header.Get("X-Bardo-Degraded"), "layer-skipped:panicky") {
-						t.Errorf("fail-open request %d: %d %q", i, r.status, r.header.Get("X-Bardo-Degraded"))
+					if r.Status != 200 || !strings.Contains(r.Header.Get("X-Bardo-Degraded"), "layer-skipped:panicky") {
+						t.Errorf("fail-open request %d: %d %q", i, r.Status, r.Header.Get("X-Bardo-Degraded"))
 					}
-				} else if r.status != 503 || decode(t, r.body)["error"] == nil {
-					t.Errorf("fail-closed request %d: %d %s", i, r.status, r.body)
+				} else if r.Status != 503 || decode(t, r.Body)["error"] == nil {
+					t.Errorf("fail-closed request %d: %d %s", i, r.Status, r.Body)
 				}
 			}
 		})
@@ -521,8 +475,8 @@ func TestAnthropicUpstream(t *testing.T) {
 	g, fake := startWithUpstream(t, "")
 	body := `{"model":"claude-sonnet-4-5","max_tokens":64,"system":[{"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":"sig-abc=="},{"type":"text","text":"hello"}]},{"role":"user","content":"again"}],"metadata":{"user_id":"u1"}}`
 	r := post(t, g.URL, "/v1/messages", body)
-	if r.status != 200 || r.header.Get("X-Bardo-Provider") != "claude" {
-		t.Fatalf("status %d provider %q: %s", r.status, r.header.Get("X-Bardo-Provider"), r.body)
+	if r.Status != 200 || r.Header.Get("X-Bardo-Provider") != "claude" {
+		t.Fatalf("status %d provider %q: %s", r.Status, r.Header.Get("X-Bardo-Provider"), r.Body)
 	}
 	last := fake.Last()
 	if string(last.Body) != body {
@@ -539,28 +493,28 @@ func TestAnthropicUpstream(t *testing.T) {
 	}
 
 	r = post(t, g.URL, "/v1/chat/completions", `{"model":"claude-haiku-4-5","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"from openai"}]}`)
-	if r.status != 200 {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	if r.Status != 200 {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
 	up := decode(t, fake.Last().Body)
 	if up["max_tokens"] == nil || up["system"] == nil {
 		t.Fatalf("translated request lacks max_tokens/system: %s", fake.Last().Body)
 	}
-	m := decode(t, r.body)
-	if m["object"] != "chat.completion" || !strings.Contains(string(r.body), "echo: from openai") {
-		t.Fatalf("caller got %s", r.body)
+	m := decode(t, r.Body)
+	if m["object"] != "chat.completion" || !strings.Contains(string(r.Body), "echo: from openai") {
+		t.Fatalf("caller got %s", r.Body)
 	}
 }
 
 func TestCompletionsDetectsDialect(t *testing.T) {
 	g := testgateway.Start(t, simOnly, testgateway.Options{})
 	r := post(t, g.URL, "/v1/completions", `{"model":"m","max_tokens":20,"system":"s","messages":[{"role":"user","content":"hi"}]}`)
-	if r.status != 200 || decode(t, r.body)["type"] != "message" {
-		t.Fatalf("anthropic-shaped body: %d %s", r.status, r.body)
+	if r.Status != 200 || decode(t, r.Body)["type"] != "message" {
+		t.Fatalf("anthropic-shaped body: %d %s", r.Status, r.Body)
 	}
 	r = post(t, g.URL, "/v1/completions", `{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"}]}`)
-	if r.status != 200 || decode(t, r.body)["object"] != "chat.completion" {
-		t.Fatalf("openai-shaped body: %d %s", r.status, r.body)
+	if r.Status != 200 || decode(t, r.Body)["object"] != "chat.completion" {
+		t.Fatalf("openai-shaped body: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -568,15 +522,15 @@ func TestCountTokens(t *testing.T) {
 	g, fake := startWithUpstream(t, "")
 	body := `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"count these tokens please"}]}`
 	r := post(t, g.URL, "/v1/messages/count_tokens", body)
-	if r.status != 200 || r.header.Get("X-Bardo-Token-Count") != "upstream" || decode(t, r.body)["input_tokens"] == nil {
-		t.Fatalf("anthropic upstream: %d %v %s", r.status, r.header, r.body)
+	if r.Status != 200 || r.Header.Get("X-Bardo-Token-Count") != "upstream" || decode(t, r.Body)["input_tokens"] == nil {
+		t.Fatalf("anthropic upstream: %d %v %s", r.Status, r.Header, r.Body)
 	}
 	if fake.Last().Path != "/v1/messages/count_tokens" || string(fake.Last().Body) != body {
 		t.Fatalf("upstream got %s %s", fake.Last().Path, fake.Last().Body)
 	}
 	r = post(t, g.URL, "/v1/messages/count_tokens", `{"model":"gpt-4o","messages":[{"role":"user","content":"count these tokens please"}]}`)
-	if r.status != 200 || r.header.Get("X-Bardo-Token-Count") != "estimate" || decode(t, r.body)["input_tokens"].(float64) < 5 {
-		t.Fatalf("estimate: %d %v %s", r.status, r.header, r.body)
+	if r.Status != 200 || r.Header.Get("X-Bardo-Token-Count") != "estimate" || decode(t, r.Body)["input_tokens"].(float64) < 5 {
+		t.Fatalf("estimate: %d %v %s", r.Status, r.Header, r.Body)
 	}
 }
 
@@ -589,8 +543,8 @@ func TestStreamHeartbeatAndDisconnect(t *testing.T) {
 	// A silent upstream: heartbeats flow, then the answer.
 	fake.Script(fakeupstream.Drip(150 * time.Millisecond))
 	r := post(t, g.URL, "/v1/chat/completions", `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"one two"}]}`)
-	if !strings.Contains(string(r.body), ": keep-alive\n\n") || !strings.Contains(string(r.body), "data: [DONE]") {
-		t.Fatalf("no heartbeat in a slow stream, or no end:\n%s", r.body)
+	if !strings.Contains(string(r.Body), ": keep-alive\n\n") || !strings.Contains(string(r.Body), "data: [DONE]") {
+		t.Fatalf("no heartbeat in a slow stream, or no end:\n%s", r.Body)
 	}
 
 	// A client that goes away mid-stream: the gateway stops and says so.
@@ -647,49 +601,49 @@ trusted = true
 	// One 503: the retry on the same provider answers.
 	primary.Script(fakeupstream.Fail(503))
 	r := post(t, g.URL, "/v1/chat/completions", body)
-	if r.status != 200 || r.header.Get("X-Bardo-Provider") != "primary" || r.header.Get("X-Bardo-Fallback") != "primary:502" {
-		t.Fatalf("retry: %d %q %q %s", r.status, r.header.Get("X-Bardo-Provider"), r.header.Get("X-Bardo-Fallback"), r.body)
+	if r.Status != 200 || r.Header.Get("X-Bardo-Provider") != "primary" || r.Header.Get("X-Bardo-Fallback") != "primary:502" {
+		t.Fatalf("retry: %d %q %q %s", r.Status, r.Header.Get("X-Bardo-Provider"), r.Header.Get("X-Bardo-Fallback"), r.Body)
 	}
 
 	// Two 500s: the backup answers.
 	primary.Script(fakeupstream.Fail(500), fakeupstream.Fail(500))
 	before := backup.Count("/v1/chat/completions")
 	r = post(t, g.URL, "/v1/chat/completions", body)
-	if r.status != 200 || r.header.Get("X-Bardo-Provider") != "backup" || backup.Count("/v1/chat/completions") != before+1 {
-		t.Fatalf("failover: %d %q %s", r.status, r.header.Get("X-Bardo-Provider"), r.body)
+	if r.Status != 200 || r.Header.Get("X-Bardo-Provider") != "backup" || backup.Count("/v1/chat/completions") != before+1 {
+		t.Fatalf("failover: %d %q %s", r.Status, r.Header.Get("X-Bardo-Provider"), r.Body)
 	}
 
 	// A 429 with a long retry-after is not waited for: straight to the backup.
 	primary.Script(fakeupstream.RateLimited(30))
 	t0 := time.Now()
 	r = post(t, g.URL, "/v1/chat/completions", body)
-	if r.status != 200 || r.header.Get("X-Bardo-Provider") != "backup" || time.Since(t0) > 5*time.Second {
-		t.Fatalf("429 failover: %d %q after %v", r.status, r.header.Get("X-Bardo-Provider"), time.Since(t0))
+	if r.Status != 200 || r.Header.Get("X-Bardo-Provider") != "backup" || time.Since(t0) > 5*time.Second {
+		t.Fatalf("429 failover: %d %q after %v", r.Status, r.Header.Get("X-Bardo-Provider"), time.Since(t0))
 	}
 
 	// A stream cut before its first event, twice: the caller sees one clean
 	// stream from the backup.
 	primary.Script(fakeupstream.CutAfter(0), fakeupstream.CutAfter(0))
 	r = post(t, g.URL, "/v1/chat/completions", `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"one two three"}]}`)
-	evs := sseEvents(t, r.body)
-	if r.header.Get("X-Bardo-Provider") != "backup" || len(evs) == 0 || evs[len(evs)-1][1] != "[DONE]" || strings.Contains(string(r.body), `"error"`) {
-		t.Fatalf("invisible stream failover: %q\n%s", r.header.Get("X-Bardo-Provider"), r.body)
+	evs := sseEvents(t, r.Body)
+	if r.Header.Get("X-Bardo-Provider") != "backup" || len(evs) == 0 || evs[len(evs)-1][1] != "[DONE]" || strings.Contains(string(r.Body), `"error"`) {
+		t.Fatalf("invisible stream failover: %q\n%s", r.Header.Get("X-Bardo-Provider"), r.Body)
 	}
 
 	// Both down: a clear error naming what was tried; never the simulator.
 	primary.Script(fakeupstream.Fail(500), fakeupstream.Fail(500))
 	backup.Script(fakeupstream.Fail(502), fakeupstream.Fail(502))
 	r = post(t, g.URL, "/v1/chat/completions", body)
-	if r.status != 502 || r.header.Get("X-Bardo-Fallback") != "primary:502,primary:502,backup:502,backup:502" || strings.Contains(string(r.body), "bardo sim") {
-		t.Fatalf("all down: %d %q %s", r.status, r.header.Get("X-Bardo-Fallback"), r.body)
+	if r.Status != 502 || r.Header.Get("X-Bardo-Fallback") != "primary:502,primary:502,backup:502,backup:502" || strings.Contains(string(r.Body), "bardo sim") {
+		t.Fatalf("all down: %d %q %s", r.Status, r.Header.Get("X-Bardo-Fallback"), r.Body)
 	}
 
 	// A request the upstream finds invalid is not retried or failed over.
 	primary.Script(fakeupstream.Fail(400))
 	before = backup.Count("/v1/chat/completions")
 	r = post(t, g.URL, "/v1/chat/completions", body)
-	if r.status != 400 || backup.Count("/v1/chat/completions") != before {
-		t.Fatalf("400: %d %s", r.status, r.body)
+	if r.Status != 400 || backup.Count("/v1/chat/completions") != before {
+		t.Fatalf("400: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -699,33 +653,33 @@ trusted = true
 func TestOpenAIClientKeepsThinkingSignature(t *testing.T) {
 	g, fake := startWithUpstream(t, "")
 	r := post(t, g.URL, "/v1/chat/completions", `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"weather? fake:thinking fake:tool=get_weather"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]}`)
-	if r.status != 200 {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	if r.Status != 200 {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
 	var resp struct {
 		Choices []struct {
 			Message map[string]json.RawMessage `json:"message"`
 		} `json:"choices"`
 	}
-	if err := json.Unmarshal(r.body, &resp); err != nil || len(resp.Choices) != 1 {
-		t.Fatalf("%v: %s", err, r.body)
+	if err := json.Unmarshal(r.Body, &resp); err != nil || len(resp.Choices) != 1 {
+		t.Fatalf("%v: %s", err, r.Body)
 	}
 	msg := resp.Choices[0].Message
 	var details []struct {
 		Type, Text, Signature, Format string
 	}
 	if err := json.Unmarshal(msg["reasoning_details"], &details); err != nil || len(details) != 1 {
-		t.Fatalf("reasoning_details: %v: %s", err, r.body)
+		t.Fatalf("reasoning_details: %v: %s", err, r.Body)
 	}
 	sig := details[0].Signature
 	if sig == "" || details[0].Type != "reasoning.text" || details[0].Format != "anthropic-claude-v1" || msg["reasoning_content"] == nil {
-		t.Fatalf("message %s", r.body)
+		t.Fatalf("message %s", r.Body)
 	}
 
 	// stream: the same signature in delta.reasoning_details
 	r = post(t, g.URL, "/v1/chat/completions", `{"model":"claude-sonnet-4-5","stream":true,"messages":[{"role":"user","content":"weather? fake:thinking fake:tool=get_weather"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]}`)
-	if r.status != 200 || !strings.Contains(string(r.body), `"reasoning_details":[{"type":"reasoning.text","text":`) || !strings.Contains(string(r.body), `"signature":"`+sig+`"`) {
-		t.Fatalf("stream %d: %s", r.status, r.body)
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"reasoning_details":[{"type":"reasoning.text","text":`) || !strings.Contains(string(r.Body), `"signature":"`+sig+`"`) {
+		t.Fatalf("stream %d: %s", r.Status, r.Body)
 	}
 
 	// the client sends the assistant turn back, as it got it
@@ -733,7 +687,7 @@ func TestOpenAIClientKeepsThinkingSignature(t *testing.T) {
 		ID string `json:"id"`
 	}
 	if err := json.Unmarshal(msg["tool_calls"], &calls); err != nil || len(calls) != 1 {
-		t.Fatalf("tool_calls: %v: %s", err, r.body)
+		t.Fatalf("tool_calls: %v: %s", err, r.Body)
 	}
 	assistant, _ := json.Marshal(map[string]json.RawMessage{
 		"role": json.RawMessage(`"assistant"`), "content": msg["content"], "reasoning_content": msg["reasoning_content"],
@@ -741,8 +695,8 @@ func TestOpenAIClientKeepsThinkingSignature(t *testing.T) {
 	body := `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"weather? fake:thinking fake:tool=get_weather"},` + string(assistant) +
 		`,{"role":"tool","tool_call_id":"` + calls[0].ID + `","content":"sunny"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]}`
 	r = post(t, g.URL, "/v1/chat/completions", body)
-	if r.status != 200 {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	if r.Status != 200 {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
 	var up struct {
 		Messages []struct {
@@ -767,28 +721,28 @@ func TestStructuredOutputFromAnthropic(t *testing.T) {
 	g, fake := startWithUpstream(t, "")
 	const rf = `"response_format":{"type":"json_schema","json_schema":{"name":"answer","strict":true,"schema":{"type":"object","properties":{"query":{"type":"string"}}}}}`
 	r := post(t, g.URL, "/v1/chat/completions", `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"q fake:tool=answer"}],`+rf+`}`)
-	if r.status != 200 {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	if r.Status != 200 {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
 	up := decode(t, fake.Last().Body)
 	if tc, _ := up["tool_choice"].(map[string]any); tc["type"] != "tool" || tc["name"] != "answer" {
 		t.Fatalf("upstream body %s", fake.Last().Body)
 	}
-	m := decode(t, r.body)
+	m := decode(t, r.Body)
 	choice := m["choices"].([]any)[0].(map[string]any)
 	msg := choice["message"].(map[string]any)
 	var got map[string]string
 	if s, _ := msg["content"].(string); json.Unmarshal([]byte(s), &got) != nil || got["query"] != "q fake:tool=answer" ||
 		choice["finish_reason"] != "stop" || msg["tool_calls"] != nil {
-		t.Fatalf("caller got %s", r.body)
+		t.Fatalf("caller got %s", r.Body)
 	}
-	if h := r.header.Get("X-Bardo-Degraded"); strings.Contains(h, "response_format") {
+	if h := r.Header.Get("X-Bardo-Degraded"); strings.Contains(h, "response_format") {
 		t.Errorf("degraded %q", h)
 	}
 
 	r = post(t, g.URL, "/v1/chat/completions", `{"model":"claude-sonnet-4-5","stream":true,"messages":[{"role":"user","content":"q fake:tool=answer"}],`+rf+`}`)
 	var content, finish string
-	for _, ev := range sseEvents(t, r.body) {
+	for _, ev := range sseEvents(t, r.Body) {
 		if ev[1] == "[DONE]" {
 			continue
 		}
@@ -806,7 +760,7 @@ func TestStructuredOutputFromAnthropic(t *testing.T) {
 		}
 		for _, ch := range c.Choices {
 			if ch.Delta.ToolCalls != nil {
-				t.Fatalf("tool call in stream: %s", r.body)
+				t.Fatalf("tool call in stream: %s", r.Body)
 			}
 			content += ch.Delta.Content
 			if ch.FinishReason != nil {
@@ -815,6 +769,6 @@ func TestStructuredOutputFromAnthropic(t *testing.T) {
 		}
 	}
 	if json.Unmarshal([]byte(content), &got) != nil || got["query"] != "q fake:tool=answer" || finish != "stop" {
-		t.Fatalf("stream content %q finish %q: %s", content, finish, r.body)
+		t.Fatalf("stream content %q finish %q: %s", content, finish, r.Body)
 	}
 }

@@ -11,8 +11,6 @@ package main_test
 // lands, so two tenants cannot be told apart over HTTP yet.
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -21,6 +19,7 @@ import (
 	"time"
 
 	"github.com/bardoinference/bardo/host/fakeupstream"
+	"github.com/bardoinference/bardo/host/testkit/apitest"
 	"github.com/bardoinference/bardo/host/testkit/testgateway"
 )
 
@@ -121,11 +120,7 @@ func failures(g *testgateway.Gateway) string {
 
 func decode(t *testing.T, b []byte) map[string]any {
 	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("not JSON: %v\n%s", err, b)
-	}
-	return m
+	return apitest.JSON(t, b)
 }
 
 func openAIText(t *testing.T, b []byte) string {
@@ -149,25 +144,7 @@ func anthropicText(t *testing.T, b []byte) string {
 // sseEvents splits an SSE body into (event, data) pairs.
 func sseEvents(t *testing.T, b []byte) [][2]string {
 	t.Helper()
-	var out [][2]string
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	var ev, data string
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if data != "" || ev != "" {
-				out = append(out, [2]string{ev, data})
-			}
-			ev, data = "", ""
-		case strings.HasPrefix(line, "event: "):
-			ev = line[7:]
-		case strings.HasPrefix(line, "data: "):
-			data += line[6:]
-		}
-	}
-	return out
+	return apitest.SSE(t, b)
 }
 
 const chat = "/v1/chat/completions"

@@ -6,7 +6,6 @@
 package main_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/bardoinference/bardo/host/fakeupstream"
+	"github.com/bardoinference/bardo/host/testkit/apitest"
 	"github.com/bardoinference/bardo/host/testkit/testgateway"
 )
 
@@ -58,72 +58,22 @@ trusted = true
 	return g, fake
 }
 
-type reply struct {
-	status int
-	header http.Header
-	body   []byte
-}
+type reply = apitest.Reply
 
 func post(t *testing.T, url, path string, body any, headers ...string) reply {
 	t.Helper()
-	b, err := json.Marshal(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := http.NewRequest("POST", url+path, bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if strings.HasPrefix(path, "/v1/messages") {
-		req.Header.Set("anthropic-version", "2023-06-01")
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	rb, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return reply{resp.StatusCode, resp.Header, rb}
+	return apitest.Post(t, url, path, body, headers...)
 }
 
 func decode(t *testing.T, b []byte) map[string]any {
 	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("not JSON: %v\n%s", err, b)
-	}
-	return m
+	return apitest.JSON(t, b)
 }
 
 // sseEvents splits an SSE body into (event, data) pairs.
 func sseEvents(t *testing.T, b []byte) [][2]string {
 	t.Helper()
-	var out [][2]string
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	var ev, data string
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if data != "" || ev != "" {
-				out = append(out, [2]string{ev, data})
-			}
-			ev, data = "", ""
-		case strings.HasPrefix(line, "event: "):
-			ev = line[7:]
-		case strings.HasPrefix(line, "data: "):
-			data += line[6:]
-		}
-	}
-	return out
+	return apitest.SSE(t, b)
 }
 
 // streamed is what a caller assembles from a stream.
@@ -229,25 +179,25 @@ func TestMaskRestoreNonStream(t *testing.T) {
 	g, fake := start(t)
 	msg := "Contact " + email + " or " + phone + " today."
 	r := post(t, g.URL, "/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": userMsg(msg)})
-	if r.status != 200 {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	if r.Status != 200 {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
 	assertMasked(t, fake.Last().Body, []string{email, phone}, "[EMAIL_1]", "[PHONE_1]")
-	if got := openAIText(t, r.body); got != "echo: "+msg {
+	if got := openAIText(t, r.Body); got != "echo: "+msg {
 		t.Fatalf("answer %q, want the originals restored", got)
 	}
-	if h := r.header.Get("X-Bardo-PII"); h != "2 masked, 0 redacted" {
+	if h := r.Header.Get("X-Bardo-PII"); h != "2 masked, 0 redacted" {
 		t.Errorf("X-Bardo-PII = %q", h)
 	}
 
 	// Anthropic caller, Anthropic upstream, with the value in the system prompt too.
 	r = post(t, g.URL, "/v1/messages", map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 200,
 		"system": "Escalations go to " + email2 + ".", "messages": userMsg(msg)})
-	if r.status != 200 {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	if r.Status != 200 {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
 	assertMasked(t, fake.Last().Body, []string{email, email2, phone}, "[EMAIL_1]", "[EMAIL_2]", "[PHONE_1]")
-	if got := decode(t, r.body)["content"].([]any)[0].(map[string]any)["text"]; got != "echo: "+msg {
+	if got := decode(t, r.Body)["content"].([]any)[0].(map[string]any)["text"]; got != "echo: "+msg {
 		t.Fatalf("answer %q", got)
 	}
 	// Nothing of it reached the log or the metrics.
@@ -282,19 +232,19 @@ func TestMaskRestoreStream(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := post(t, g.URL, tc.path, map[string]any{"model": tc.model, "max_tokens": 500, "stream": true, "messages": userMsg(longMessage)})
-			if r.status != 200 {
-				t.Fatalf("status %d: %s", r.status, r.body)
+			if r.Status != 200 {
+				t.Fatalf("status %d: %s", r.Status, r.Body)
 			}
 			assertMasked(t, fake.Last().Body, []string{email, email2, phone}, "[EMAIL_1]", "[EMAIL_2]", "[PHONE_1]")
-			s := tc.read(t, r.body)
+			s := tc.read(t, r.Body)
 			if s.text != want {
 				t.Fatalf("streamed text\n got %q\nwant %q", s.text, want)
 			}
 			if s.chunks < 10 {
 				t.Errorf("only %d chunks: the echo should stream in pieces", s.chunks)
 			}
-			if strings.Contains(string(r.body), "[EMAIL_") || strings.Contains(string(r.body), "[PHONE_") {
-				t.Errorf("a placeholder reached the caller:\n%s", r.body)
+			if strings.Contains(string(r.Body), "[EMAIL_") || strings.Contains(string(r.Body), "[PHONE_") {
+				t.Errorf("a placeholder reached the caller:\n%s", r.Body)
 			}
 		})
 	}
@@ -377,17 +327,17 @@ func TestToolCallArgumentsRestored(t *testing.T) {
 	t.Run("openai", func(t *testing.T) {
 		fake.Script(call)
 		r := post(t, g.URL, "/v1/chat/completions", map[string]any{"model": "gpt-4o", "tools": tools, "messages": userMsg(msg)})
-		if r.status != 200 {
-			t.Fatalf("status %d: %s", r.status, r.body)
+		if r.Status != 200 {
+			t.Fatalf("status %d: %s", r.Status, r.Body)
 		}
 		assertMasked(t, fake.Last().Body, []string{email, email2, phone}, "[EMAIL_1]")
-		tc := decode(t, r.body)["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["tool_calls"].([]any)[0]
+		tc := decode(t, r.Body)["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["tool_calls"].([]any)[0]
 		check(t, tc.(map[string]any)["function"].(map[string]any)["arguments"].(string))
 	})
 	t.Run("openai-stream", func(t *testing.T) {
 		fake.Script(call)
 		r := post(t, g.URL, "/v1/chat/completions", map[string]any{"model": "gpt-4o", "stream": true, "tools": tools, "messages": userMsg(msg)})
-		s := readOpenAIStream(t, r.body)
+		s := readOpenAIStream(t, r.Body)
 		check(t, s.args)
 	})
 	t.Run("anthropic-stream", func(t *testing.T) {
@@ -395,7 +345,7 @@ func TestToolCallArgumentsRestored(t *testing.T) {
 		r := post(t, g.URL, "/v1/messages", map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 200, "stream": true,
 			"tools":    []map[string]any{{"name": "send_email", "input_schema": map[string]any{"type": "object"}}},
 			"messages": userMsg(msg)})
-		s := readAnthropicStream(t, r.body)
+		s := readAnthropicStream(t, r.Body)
 		check(t, s.args)
 	})
 	t.Run("anthropic", func(t *testing.T) {
@@ -403,14 +353,14 @@ func TestToolCallArgumentsRestored(t *testing.T) {
 		r := post(t, g.URL, "/v1/messages", map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 200,
 			"tools":    []map[string]any{{"name": "send_email", "input_schema": map[string]any{"type": "object"}}},
 			"messages": userMsg(msg)})
-		for _, c := range decode(t, r.body)["content"].([]any) {
+		for _, c := range decode(t, r.Body)["content"].([]any) {
 			if c.(map[string]any)["type"] == "tool_use" {
 				in, _ := json.Marshal(c.(map[string]any)["input"])
 				check(t, string(in))
 				return
 			}
 		}
-		t.Fatalf("no tool_use in %s", r.body)
+		t.Fatalf("no tool_use in %s", r.Body)
 	})
 }
 
@@ -419,25 +369,25 @@ func TestPrivateKeyBlocked(t *testing.T) {
 	msg := "sign with " + privKey + " please"
 	calls := fake.Count("/v1/chat/completions") + fake.Count("/v1/messages")
 	r := post(t, g.URL, "/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": userMsg(msg)})
-	if r.status != 400 {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	if r.Status != 400 {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
-	e := decode(t, r.body)["error"].(map[string]any)
+	e := decode(t, r.Body)["error"].(map[string]any)
 	if e["type"] != "invalid_request_error" || !strings.Contains(e["message"].(string), "Ethereum private key") {
 		t.Fatalf("openai error = %v", e)
 	}
 	r2 := post(t, g.URL, "/v1/messages", map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 20, "stream": true, "messages": userMsg(msg)})
-	if r2.status != 400 {
-		t.Fatalf("status %d: %s", r2.status, r2.body)
+	if r2.Status != 400 {
+		t.Fatalf("status %d: %s", r2.Status, r2.Body)
 	}
-	if m := decode(t, r2.body); m["type"] != "error" || m["error"].(map[string]any)["type"] != "invalid_request_error" {
+	if m := decode(t, r2.Body); m["type"] != "error" || m["error"].(map[string]any)["type"] != "invalid_request_error" {
 		t.Fatalf("anthropic error = %v", m)
 	}
 	if n := fake.Count("/v1/chat/completions") + fake.Count("/v1/messages"); n != calls {
 		t.Fatalf("the upstream was called (%d → %d)", calls, n)
 	}
 	bare := strings.TrimPrefix(privKey, "0x")
-	for _, where := range []string{string(r.body), string(r2.body), g.LogLines.String()} {
+	for _, where := range []string{string(r.Body), string(r2.Body), g.LogLines.String()} {
 		if strings.Contains(where, bare) || strings.Contains(where, bare[:16]) {
 			t.Fatalf("the key leaked into %q", where)
 		}
@@ -449,18 +399,18 @@ func TestCreditCards(t *testing.T) {
 	const valid, invalid = "4111 1111 1111 1111", "4111111111111112"
 	msg := "charge " + valid + ", not " + invalid
 	r := post(t, g.URL, "/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": userMsg(msg)})
-	if r.status != 200 {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	if r.Status != 200 {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
 	up := fake.Last().Body
 	assertMasked(t, up, []string{valid}, "[CARD_1]")
 	if !bytes.Contains(up, []byte(invalid)) {
 		t.Errorf("a number failing the Luhn check was masked:\n%s", up)
 	}
-	if got := openAIText(t, r.body); got != "echo: "+msg {
+	if got := openAIText(t, r.Body); got != "echo: "+msg {
 		t.Fatalf("answer %q", got)
 	}
-	if h := r.header.Get("X-Bardo-PII"); h != "1 masked, 0 redacted" {
+	if h := r.Header.Get("X-Bardo-PII"); h != "1 masked, 0 redacted" {
 		t.Errorf("X-Bardo-PII = %q", h)
 	}
 }
@@ -475,12 +425,12 @@ func TestHistoryIsMaskedAgain(t *testing.T) {
 		{"role": "user", "content": "and my phone " + phone},
 	}
 	r := post(t, g.URL, "/v1/chat/completions", map[string]any{"model": "gpt-4o", "messages": msgs})
-	if r.status != 200 {
-		t.Fatalf("status %d: %s", r.status, r.body)
+	if r.Status != 200 {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
 	}
 	up := fake.Last().Body
 	assertMasked(t, up, []string{email, phone}, "Noted: [EMAIL_1].", "[PHONE_1]")
-	if got := openAIText(t, r.body); got != "echo: and my phone "+phone {
+	if got := openAIText(t, r.Body); got != "echo: and my phone "+phone {
 		t.Fatalf("answer %q", got)
 	}
 }
