@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"crypto/rand"
 	"strconv"
 
 	"github.com/bardoinference/bardo/host/dialect"
@@ -138,8 +137,6 @@ func EncodeResponse(resp *wire.Response) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-const idAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-
 // NewID returns a fresh "msg_…" id for answers that have none.
 func NewID() string { return randomID("msg_") }
 
@@ -151,16 +148,7 @@ func toolID(id string) string {
 	return id
 }
 
-func randomID(prefix string) string {
-	var r [24]byte
-	_, _ = rand.Read(r[:])
-	b := make([]byte, 0, len(prefix)+len(r))
-	b = append(b, prefix...)
-	for _, c := range r {
-		b = append(b, idAlphabet[int(c)%len(idAlphabet)])
-	}
-	return string(b)
-}
+func randomID(prefix string) string { return dialect.RandomID(prefix) }
 
 // errorType is how a canonical kind looks in Anthropic's dialect.
 func errorType(kind string) (typ string, status int) {

@@ -1,10 +1,10 @@
 package openai
 
 import (
-	"crypto/rand"
 	"strconv"
 	"time"
 
+	"github.com/bardoinference/bardo/host/dialect"
 	"github.com/bardoinference/bardo/host/dialect/internal/dec"
 	"github.com/bardoinference/bardo/host/dialect/internal/jsonx"
 	"github.com/bardoinference/bardo/sdk/wire"
@@ -376,8 +376,6 @@ func EncodeResponse(resp *wire.Response) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-const idAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-
 // NewID returns a fresh "chatcmpl-…" id for answers that have none.
 func NewID() string { return randomID("chatcmpl-") }
 
@@ -390,13 +388,4 @@ func toolID(id string) string {
 	return id
 }
 
-func randomID(prefix string) string {
-	var r [24]byte
-	_, _ = rand.Read(r[:])
-	b := make([]byte, 0, len(prefix)+len(r))
-	b = append(b, prefix...)
-	for _, c := range r {
-		b = append(b, idAlphabet[int(c)%len(idAlphabet)])
-	}
-	return string(b)
-}
+func randomID(prefix string) string { return dialect.RandomID(prefix) }
