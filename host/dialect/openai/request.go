@@ -517,21 +517,7 @@ func parseDataURL(u string) (mediaType, data string, ok bool) {
 	return mediaType, u[comma+1:], true
 }
 
-func decodeTools(req *wire.Request, val []byte) error {
-	if err := rq.Array("tools", val); err != nil {
-		return err
-	}
-	return jsonx.ArrayEach(val, func(i int, raw []byte) error {
-		t, ok, err := decodeTool(raw)
-		if err != nil {
-			return dec.Prefix(err, dec.Index("tools", i))
-		}
-		if ok {
-			req.Tools = append(req.Tools, t)
-		}
-		return nil
-	})
-}
+func decodeTools(req *wire.Request, val []byte) error { return rq.Tools(req, val, decodeTool) }
 
 func decodeTool(raw []byte) (wire.Tool, bool, error) {
 	var t wire.Tool

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bardoinference/bardo/host/dialect"
 	"github.com/bardoinference/bardo/host/dialect/internal/jsonx"
+	"github.com/bardoinference/bardo/sdk/wire"
 )
 
 // D reads fields of a request (Kind = dialect.ErrInvalidRequest) or of an
@@ -200,4 +201,23 @@ func K(raw []byte) []byte {
 		}
 	}
 	return raw
+}
+
+// Tools decodes the "tools" array of a request with the dialect's one-tool
+// decoder; a tool the decoder skips (ok false: a kind the canonical model
+// does not carry) is left out. Errors name the tool's index.
+func (d D) Tools(req *wire.Request, val []byte, decodeTool func(raw []byte) (wire.Tool, bool, error)) error {
+	if err := d.Array("tools", val); err != nil {
+		return err
+	}
+	return jsonx.ArrayEach(val, func(i int, raw []byte) error {
+		t, ok, err := decodeTool(raw)
+		if err != nil {
+			return Prefix(err, Index("tools", i))
+		}
+		if ok {
+			req.Tools = append(req.Tools, t)
+		}
+		return nil
+	})
 }
