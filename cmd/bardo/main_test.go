@@ -113,7 +113,8 @@ func start(tb testing.TB, dir string) *instance {
 	in := &instance{addr: freeAddr(tb), log: &lockedBuffer{}}
 	in.cmd = exec.Command(bin, "serve")
 	in.cmd.Dir = dir
-	in.cmd.Env = append(os.Environ(), "BARDO_LISTEN="+in.addr, "OPENAI_API_KEY=", "OPENROUTER_API_KEY=")
+	in.cmd.Env = append(os.Environ(), "BARDO_LISTEN="+in.addr,
+		"OPENAI_API_KEY=", "OPENROUTER_API_KEY=", "ANTHROPIC_API_KEY=", "GEMINI_API_KEY=")
 	in.cmd.Stderr = in.log
 	if err := in.cmd.Start(); err != nil {
 		tb.Fatal(err)
@@ -310,5 +311,45 @@ func BenchmarkColdStart(b *testing.B) {
 			b.ReportMetric(float64(total.Milliseconds())/float64(n), "ms-to-first-answer")
 			b.ReportMetric(float64(rss)/float64(n)/1024, "idle-RSS-MiB")
 		})
+	}
+}
+
+// The repository's own pipeline.toml — what `make run` serves — loads every
+// plugin it names and answers through its layers.
+func TestDefaultPipeline(t *testing.T) {
+	root, err := wasmbuild.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join(root, "pipeline.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	pdir := filepath.Join(dir, "build", "plugins")
+	os.MkdirAll(pdir, 0o755)
+	for _, kind := range []string{"layers", "providers"} {
+		entries, _ := os.ReadDir(filepath.Join(root, "plugins", kind))
+		for _, e := range entries {
+			if err := os.Symlink(wasmbuild.MustBuild(t, "plugins/"+kind+"/"+e.Name()), filepath.Join(pdir, e.Name()+".wasm")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pipeline.toml"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := start(t, dir)
+	in.waitReady(t, time.Now())
+	body := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"write to ann@example.com"}]}`
+	code, h, out, err := in.ask("/v1/chat/completions", body)
+	if err != nil || code != 200 || h.Get("X-Bardo-Provider") != "sim" || h.Get("X-Bardo-Pii") == "" || h.Get("X-Bardo-Cache") != "miss" {
+		t.Fatalf("%d %v %v %s\n%s", code, err, h, out, in.log.String())
+	}
+	if !strings.Contains(out, "ann@example.com") {
+		t.Fatalf("the masked address was not restored: %s", out)
+	}
+	if _, h, _, _ := in.ask("/v1/chat/completions", body); h.Get("X-Bardo-Cache") != "hash-hit" {
+		t.Fatalf("second ask: X-Bardo-Cache = %q", h.Get("X-Bardo-Cache"))
 	}
 }
