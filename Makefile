@@ -68,10 +68,13 @@ fuzz:
 bench: plugins
 	$(GO) test -run '^$$' -bench . -benchmem ./... | tee $(BUILD)/bench.txt
 
+STATICCHECK := v0.8.2
+
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd sdk && $(GO) vet ./... && $(WASM_ENV) $(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK) ./...
 
 clean:
 	rm -rf $(BUILD)

@@ -1,6 +1,6 @@
-// Package events converts between complete canonical responses and canonical
-// stream events: a response answered locally (a simulator, a cache hit) is
-// replayed as a stream, and a stream can be accumulated into a response.
+// Package events turns a complete canonical response into canonical stream
+// events, so a response answered locally (a simulator, a cache hit) can be
+// replayed as a stream.
 package events
 
 import (
@@ -72,58 +72,4 @@ func appendDeltas(evs []wire.Event, idx int64, kind wire.DeltaKind, s string, n 
 		s = s[cut:]
 	}
 	return evs
-}
-
-// Accumulator rebuilds a complete response from stream events.
-type Accumulator struct {
-	Response wire.Response
-	inputs   map[int64][]byte
-}
-
-// Add folds one event into the response.
-func (a *Accumulator) Add(ev *wire.Event) {
-	r := &a.Response
-	switch ev.Type {
-	case wire.EventMessageStart:
-		r.ID, r.Model = ev.ID, ev.Model
-		r.Usage.InputTokens = ev.Usage.InputTokens
-		r.Usage.CacheReadTokens = ev.Usage.CacheReadTokens
-		r.Usage.CacheWriteTokens = ev.Usage.CacheWriteTokens
-	case wire.EventBlockStart:
-		for int64(len(r.Content)) <= ev.Index {
-			r.Content = append(r.Content, wire.Block{})
-		}
-		r.Content[ev.Index] = ev.Block
-	case wire.EventDelta:
-		if ev.Index < 0 || ev.Index >= int64(len(r.Content)) {
-			return
-		}
-		b := &r.Content[ev.Index]
-		switch ev.Delta {
-		case wire.DeltaText, wire.DeltaThinking:
-			b.Text += ev.Text
-		case wire.DeltaSignature:
-			b.Signature += ev.Text
-		case wire.DeltaInputJSON:
-			if a.inputs == nil {
-				a.inputs = map[int64][]byte{}
-			}
-			a.inputs[ev.Index] = append(a.inputs[ev.Index], ev.Text...)
-		}
-	case wire.EventBlockStop:
-		if in, ok := a.inputs[ev.Index]; ok && ev.Index < int64(len(r.Content)) {
-			r.Content[ev.Index].Data = in
-			delete(a.inputs, ev.Index)
-		}
-	case wire.EventMessageDelta:
-		if ev.StopReason != "" {
-			r.StopReason, r.StopSeq = ev.StopReason, ev.StopSeq
-		}
-		if ev.Usage.OutputTokens > 0 {
-			r.Usage.OutputTokens = ev.Usage.OutputTokens
-		}
-		if ev.Usage.InputTokens > 0 {
-			r.Usage.InputTokens = ev.Usage.InputTokens
-		}
-	}
 }

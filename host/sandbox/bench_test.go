@@ -2,7 +2,6 @@ package sandbox_test
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/bardoinference/bardo/host/kvstore"
 	"github.com/bardoinference/bardo/host/sandbox"
 	"github.com/bardoinference/bardo/host/testkit/fixtures"
+	"github.com/bardoinference/bardo/host/testkit/layertest"
 	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/wire"
@@ -51,28 +51,15 @@ func BenchmarkLayerCall(b *testing.B) {
 					if err := res.Decode(out); err != nil {
 						b.Fatal(err)
 					}
-					lat.add(time.Since(t0))
+					lat.Add(time.Since(t0))
 				}
-				lat.report(b)
+				lat.Report(b)
 			})
 		}
 	}
 }
 
-// latencies collects per-operation durations so benchmarks report p50/p99,
-// which is what the targets are stated in, beside Go's mean ns/op.
-type latencies []time.Duration
-
-func (l *latencies) add(d time.Duration) { *l = append(*l, d) }
-
-func (l latencies) report(b *testing.B) {
-	if len(l) == 0 {
-		return
-	}
-	slices.Sort(l)
-	b.ReportMetric(float64(l[len(l)/2].Nanoseconds())/1e3, "p50-µs")
-	b.ReportMetric(float64(l[len(l)*99/100].Nanoseconds())/1e3, "p99-µs")
-}
+type latencies = layertest.Latencies
 
 // BenchmarkInstantiate measures making one more instance of a plugin (what a
 // pool pays after a trap, or when it grows) and the linear memory an idle
@@ -94,10 +81,10 @@ func BenchmarkInstantiate(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				lat.add(time.Since(t0))
+				lat.Add(time.Since(t0))
 				closeInstance()
 			}
-			lat.report(b)
+			lat.Report(b)
 			_, mem := p.MemoryBytes()
 			b.ReportMetric(float64(mem)/(1<<20), "instance-MiB")
 		})

@@ -332,20 +332,6 @@ func (p *Plugin) discard(in *instance) {
 	p.maybeFreeRuntime()
 }
 
-// Has reports whether the plugin exports the given op.
-func (p *Plugin) Has(op plugin.Op) bool {
-	select {
-	case in := <-p.idle:
-		ok := in.ops[op] != nil
-		p.idle <- in
-		return ok
-	default:
-	}
-	// Every instance of a module has the same exports; ask the compiled module.
-	_, ok := p.compiled.ExportedFunctions()[exportNames[op]]
-	return ok
-}
-
 // Call runs one op: it waits for a free instance (bounded by ctx), writes in
 // into the guest, calls the export under the plugin's timeout and returns a
 // copy of the output (a successful result message, starting with the wire

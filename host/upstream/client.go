@@ -67,16 +67,6 @@ type Response struct {
 	sse  *SSEReader
 }
 
-// Header returns the first value of the named header (case-insensitive).
-func (r *Response) Header(name string) string {
-	for _, h := range r.Headers {
-		if strings.EqualFold(h.Key, name) {
-			return h.Value
-		}
-	}
-	return ""
-}
-
 // Next returns the next server-sent event of a streamed response; io.EOF at
 // the end of the stream.
 func (r *Response) Next() (wire.SSE, error) {

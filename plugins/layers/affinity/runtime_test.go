@@ -8,58 +8,35 @@ package main_test
 // response phase recording the session, and one stream batch.
 
 import (
-	"context"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/bardoinference/bardo/host/kvstore"
 	"github.com/bardoinference/bardo/host/sandbox"
 	"github.com/bardoinference/bardo/host/testkit/fixtures"
-	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
+	"github.com/bardoinference/bardo/host/testkit/layertest"
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
 func load(tb testing.TB, trusted bool) *sandbox.Plugin {
 	tb.Helper()
-	p, err := sandbox.Load(context.Background(), sandbox.Options{
-		Name: "affinity", Path: wasmbuild.MustBuild(tb, "plugins/layers/affinity"), Trusted: trusted,
-		MemoryLimit: 64 << 20, PoolSize: 1, Timeout: time.Second, Config: []byte(`{}`),
-		KV: kvstore.NewMemory(8 << 20),
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { p.Close() })
-	return p
+	return layertest.Load(tb, "plugins/layers/affinity", sandbox.Options{Trusted: trusted, KV: kvstore.NewMemory(8 << 20)})
 }
 
 func call(tb testing.TB, p *sandbox.Plugin, op plugin.Op, in []byte, meta *wire.Meta) []byte {
-	out, err := p.Call(context.Background(), op, in, sandbox.CallInfo{RequestID: meta.RequestID, Tenant: meta.Tenant})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return out
+	tb.Helper()
+	return layertest.Call(tb, p, op, in, meta)
 }
 
 func onRequest(tb testing.TB, p *sandbox.Plugin, enc *wire.Encoder, meta *wire.Meta, req *wire.Request) wire.LayerResult {
-	wire.EncodeLayerRequest(enc, meta, req, p.Descriptor().Reads)
-	var res wire.LayerResult
-	if err := res.Decode(call(tb, p, plugin.OpOnRequest, enc.Bytes(), meta)); err != nil {
-		tb.Fatal(err)
-	}
-	return res
+	tb.Helper()
+	return layertest.OnRequest(tb, p, enc, meta, req)
 }
 
 func onResponse(tb testing.TB, p *sandbox.Plugin, enc *wire.Encoder, meta wire.Meta, resp wire.Response) wire.LayerResponseResult {
-	in := wire.LayerResponse{Meta: meta, Response: resp}
-	in.Encode(enc)
-	var res wire.LayerResponseResult
-	if err := res.Decode(call(tb, p, plugin.OpOnResponse, enc.Bytes(), &meta)); err != nil {
-		tb.Fatal(err)
-	}
-	return res
+	tb.Helper()
+	return layertest.OnResponse(tb, p, enc, meta, resp)
 }
 
 func get(kvs []wire.KV, key string) string {
@@ -161,16 +138,4 @@ func BenchmarkLayerCall(b *testing.B) {
 	}
 }
 
-func measure(b *testing.B, f func()) {
-	var lat []time.Duration
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		t0 := time.Now()
-		f()
-		lat = append(lat, time.Since(t0))
-	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
-}
+func measure(b *testing.B, f func()) { layertest.Measure(b, f) }

@@ -10,7 +10,6 @@ package main_test
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/bardoinference/bardo/host/kvstore"
 	"github.com/bardoinference/bardo/host/sandbox"
 	"github.com/bardoinference/bardo/host/testkit/fixtures"
+	"github.com/bardoinference/bardo/host/testkit/layertest"
 	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/wire"
@@ -25,56 +25,23 @@ import (
 
 func load(tb testing.TB, config string, trusted bool, kv sandbox.KV) *sandbox.Plugin {
 	tb.Helper()
-	p, err := sandbox.Load(context.Background(), sandbox.Options{
-		Name: "hashcache", Path: wasmbuild.MustBuild(tb, "plugins/layers/hashcache"), Trusted: trusted,
-		MemoryLimit: 64 << 20, PoolSize: 1, Timeout: time.Second, Config: []byte(config), KV: kv,
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { p.Close() })
-	return p
+	return layertest.Load(tb, "plugins/layers/hashcache", sandbox.Options{Trusted: trusted, Config: []byte(config), KV: kv})
 }
 
 func onRequest(tb testing.TB, p *sandbox.Plugin, enc *wire.Encoder, meta *wire.Meta, req *wire.Request) wire.LayerResult {
-	wire.EncodeLayerRequest(enc, meta, req, p.Descriptor().Reads)
-	out, err := p.Call(context.Background(), plugin.OpOnRequest, enc.Bytes(), sandbox.CallInfo{RequestID: meta.RequestID, Tenant: meta.Tenant})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var res wire.LayerResult
-	if err := res.Decode(out); err != nil {
-		tb.Fatal(err)
-	}
-	return res
+	tb.Helper()
+	return layertest.OnRequest(tb, p, enc, meta, req)
 }
 
 func onResponse(tb testing.TB, p *sandbox.Plugin, enc *wire.Encoder, meta wire.Meta, resp wire.Response) {
-	in := wire.LayerResponse{Meta: meta, Response: resp}
-	in.Encode(enc)
-	out, err := p.Call(context.Background(), plugin.OpOnResponse, enc.Bytes(), sandbox.CallInfo{RequestID: meta.RequestID, Tenant: meta.Tenant})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var res wire.LayerResponseResult
-	if err := res.Decode(out); err != nil {
-		tb.Fatal(err)
-	}
+	tb.Helper()
+	layertest.OnResponse(tb, p, enc, meta, resp)
 }
 
 func agentAnswer() wire.Response {
 	return wire.Response{ID: "chatcmpl-1", Model: "gpt-4o-mini",
 		Content:    []wire.Block{{Type: wire.BlockText, Text: strings.Repeat("Morpho supplies 4.2% against Aave's 3.1%; the gas to move is small. ", 12)}},
 		StopReason: wire.StopEndTurn, Usage: wire.Usage{InputTokens: 1100, OutputTokens: 200}}
-}
-
-func annotation(kvs []wire.KV, key string) string {
-	for i := len(kvs) - 1; i >= 0; i-- {
-		if kvs[i].Key == key {
-			return kvs[i].Value
-		}
-	}
-	return ""
 }
 
 // Tenants never see each other's entries, unless the layer is configured
@@ -196,19 +163,7 @@ func BenchmarkStreamBatch(b *testing.B) {
 	})
 }
 
-func measure(b *testing.B, f func()) {
-	var lat []time.Duration
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		t0 := time.Now()
-		f()
-		lat = append(lat, time.Since(t0))
-	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
-}
+func measure(b *testing.B, f func()) { layertest.Measure(b, f) }
 
 // A config the layer cannot use stops the plugin from loading (and so the
 // pipeline from loading, with the entry's line), instead of running with a

@@ -12,7 +12,7 @@ import (
 	"github.com/bardoinference/bardo/host/kvstore"
 	"github.com/bardoinference/bardo/host/sandbox"
 	"github.com/bardoinference/bardo/host/testkit/fixtures"
-	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
+	"github.com/bardoinference/bardo/host/testkit/layertest"
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
@@ -44,16 +44,7 @@ func benchRequests() map[string]*wire.Request {
 }
 
 func loadPII(b *testing.B) *sandbox.Plugin {
-	p, err := sandbox.Load(context.Background(), sandbox.Options{
-		Name: "pii", Path: wasmbuild.MustBuild(b, "plugins/layers/pii"), Trusted: true,
-		MemoryLimit: 64 << 20, PoolSize: 1, Timeout: time.Second, Config: []byte(`{}`),
-		KV: kvstore.NewMemory(16 << 20),
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(p.Close)
-	return p
+	return layertest.Load(b, "plugins/layers/pii", sandbox.Options{Trusted: true, KV: kvstore.NewMemory(16 << 20)})
 }
 
 // BenchmarkRequest measures the request phase under the real runtime
@@ -82,12 +73,12 @@ func BenchmarkRequest(b *testing.B) {
 				if err := res.Decode(out); err != nil {
 					b.Fatal(err)
 				}
-				lat.add(time.Since(t0))
+				lat.Add(time.Since(t0))
 			}
 			if strings.HasSuffix(name, "-pii") && res.Patched == 0 {
 				b.Fatal("nothing masked")
 			}
-			lat.report(b)
+			lat.Report(b)
 		})
 	}
 }
@@ -128,9 +119,9 @@ func BenchmarkResponse(b *testing.B) {
 		if err != nil || !rr.Replaced {
 			b.Fatal(err, rr.Replaced)
 		}
-		lat.add(time.Since(t0))
+		lat.Add(time.Since(t0))
 	}
-	lat.report(b)
+	lat.Report(b)
 }
 
 func BenchmarkStream(b *testing.B) {
@@ -175,9 +166,9 @@ func BenchmarkStream(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				lat.add(time.Since(t0))
+				lat.Add(time.Since(t0))
 			}
-			lat.report(b)
+			lat.Report(b)
 		})
 	}
 }
@@ -206,16 +197,4 @@ func BenchmarkDetectNative(b *testing.B) {
 	}
 }
 
-// latencies collects per-operation durations so benchmarks report p50/p99.
-type latencies []time.Duration
-
-func (l *latencies) add(d time.Duration) { *l = append(*l, d) }
-
-func (l latencies) report(b *testing.B) {
-	if len(l) == 0 {
-		return
-	}
-	slices.Sort(l)
-	b.ReportMetric(float64(l[len(l)/2].Nanoseconds())/1e3, "p50-µs")
-	b.ReportMetric(float64(l[len(l)*99/100].Nanoseconds())/1e3, "p99-µs")
-}
+type latencies = layertest.Latencies

@@ -6,7 +6,6 @@ package main_test
 // the shared 4 KB agent request.
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
@@ -14,35 +13,18 @@ import (
 	"github.com/bardoinference/bardo/host/kvstore"
 	"github.com/bardoinference/bardo/host/sandbox"
 	"github.com/bardoinference/bardo/host/testkit/fixtures"
-	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
-	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/host/testkit/layertest"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
 func load(tb testing.TB, config string, trusted bool) *sandbox.Plugin {
 	tb.Helper()
-	p, err := sandbox.Load(context.Background(), sandbox.Options{
-		Name: "promptcache", Path: wasmbuild.MustBuild(tb, "plugins/layers/promptcache"), Trusted: trusted,
-		MemoryLimit: 64 << 20, PoolSize: 1, Timeout: time.Second, Config: []byte(config), KV: kvstore.NewMemory(8 << 20),
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { p.Close() })
-	return p
+	return layertest.Load(tb, "plugins/layers/promptcache", sandbox.Options{Trusted: trusted, Config: []byte(config), KV: kvstore.NewMemory(8 << 20)})
 }
 
 func call(tb testing.TB, p *sandbox.Plugin, enc *wire.Encoder, meta *wire.Meta, req *wire.Request) wire.LayerResult {
-	wire.EncodeLayerRequest(enc, meta, req, p.Descriptor().Reads)
-	out, err := p.Call(context.Background(), plugin.OpOnRequest, enc.Bytes(), sandbox.CallInfo{RequestID: meta.RequestID, Tenant: meta.Tenant})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var res wire.LayerResult
-	if err := res.Decode(out); err != nil {
-		tb.Fatal(err)
-	}
-	return res
+	tb.Helper()
+	return layertest.OnRequest(tb, p, enc, meta, req)
 }
 
 // BenchmarkLayerCall measures one request-phase call like host/sandbox's

@@ -103,9 +103,7 @@ func parseConfig(raw *rawConfig) (config, []hintConfig, error) {
 	case c.recent < 0:
 		return c, nil, errors.New("toolprune: recent_messages must be >= 0")
 	}
-	for _, n := range raw.AlwaysKeep {
-		c.alwaysKeep = append(c.alwaysKeep, n)
-	}
+	c.alwaysKeep = append(c.alwaysKeep, raw.AlwaysKeep...)
 	hints := defaultHints
 	if raw.Hints != nil {
 		hints = *raw.Hints
@@ -275,9 +273,7 @@ func pinnedNames(r *wire.Request) []string {
 			}
 		}
 	}
-	for _, n := range toolChoiceNames(r.ToolChoice) {
-		pinned = append(pinned, n)
-	}
+	pinned = append(pinned, toolChoiceNames(r.ToolChoice)...)
 	pinScratch = pinned
 	return pinned
 }

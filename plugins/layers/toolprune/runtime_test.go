@@ -8,18 +8,15 @@ package main_test
 // (40 and 100 tools), and the token reduction on the 100-tool catalog.
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"slices"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/bardoinference/bardo/host/sandbox"
 	"github.com/bardoinference/bardo/host/testkit/fixtures"
-	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
-	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/host/testkit/layertest"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -71,28 +68,12 @@ func agentWith(tb testing.TB, n int) *wire.Request {
 
 func load(tb testing.TB, config string, trusted bool) *sandbox.Plugin {
 	tb.Helper()
-	p, err := sandbox.Load(context.Background(), sandbox.Options{
-		Name: "toolprune", Path: wasmbuild.MustBuild(tb, "plugins/layers/toolprune"), Trusted: trusted,
-		MemoryLimit: 64 << 20, PoolSize: 1, Timeout: time.Second, Config: []byte(config),
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { p.Close() })
-	return p
+	return layertest.Load(tb, "plugins/layers/toolprune", sandbox.Options{Trusted: trusted, Config: []byte(config)})
 }
 
 func onRequest(tb testing.TB, p *sandbox.Plugin, enc *wire.Encoder, meta *wire.Meta, req *wire.Request) wire.LayerResult {
-	wire.EncodeLayerRequest(enc, meta, req, p.Descriptor().Reads)
-	out, err := p.Call(context.Background(), plugin.OpOnRequest, enc.Bytes(), sandbox.CallInfo{RequestID: meta.RequestID, Tenant: meta.Tenant})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var res wire.LayerResult
-	if err := res.Decode(out); err != nil {
-		tb.Fatal(err)
-	}
-	return res
+	tb.Helper()
+	return layertest.OnRequest(tb, p, enc, meta, req)
 }
 
 func header(kvs []wire.KV, key string) string {
@@ -192,16 +173,4 @@ func BenchmarkLayerCall(b *testing.B) {
 	})
 }
 
-func measure(b *testing.B, f func()) {
-	var lat []time.Duration
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		t0 := time.Now()
-		f()
-		lat = append(lat, time.Since(t0))
-	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
-}
+func measure(b *testing.B, f func()) { layertest.Measure(b, f) }
