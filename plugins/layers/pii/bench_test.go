@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -198,3 +199,28 @@ func BenchmarkDetectNative(b *testing.B) {
 }
 
 type latencies = layertest.Latencies
+
+// BenchmarkRegexNative is the alternative the plugin's scanner replaced: Go's
+// regexp (what the host's regex_find runs) over the same 16 KB texts, one
+// pattern per entity kind, run side by side with BenchmarkDetectNative.
+func BenchmarkRegexNative(b *testing.B) {
+	patterns := map[string]*regexp.Regexp{
+		"email":  regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}`),
+		"phone":  regexp.MustCompile(`\+?[0-9][0-9 ().-]{7,}[0-9]`),
+		"card":   regexp.MustCompile(`\b(?:[0-9][ -]?){13,19}\b`),
+		"ipv4":   regexp.MustCompile(`\b(?:[0-9]{1,3}\.){3}[0-9]{1,3}\b`),
+		"ethkey": regexp.MustCompile(`\b(?:0x)?[0-9a-fA-F]{64}\b`),
+	}
+	for _, name := range []string{"16KB-pii", "16KB-clean"} {
+		text := benchRequests()[name].Messages[0].Content[0].Text
+		for _, kind := range []string{"email", "phone", "card", "ipv4", "ethkey"} {
+			re := patterns[kind]
+			b.Run(name+"/"+kind, func(b *testing.B) {
+				b.SetBytes(int64(len(text)))
+				for b.Loop() {
+					re.FindAllStringIndex(text, -1)
+				}
+			})
+		}
+	}
+}
