@@ -60,7 +60,7 @@ var (
 	commonKeys   = []string{"name", "plugin", "timeout", "memory", "pool", "trusted", "enabled", "config"}
 	layerKeys    = append([]string{"phases", "on_error"}, commonKeys...)
 	providerKeys = append([]string{"base_url", "credential", "models", "failover"}, commonKeys...)
-	topKeys      = []string{"server", "layer", "provider"}
+	topKeys      = []string{"server", "layer", "provider", "models", "model"}
 )
 
 func (c *checker) config(tree map[string]any) *Config {
@@ -84,6 +84,20 @@ func (c *checker) config(tree map[string]any) *Config {
 		cfg.Providers = append(cfg.Providers, c.provider(indexKey("provider", i), t, cfg.Server.PluginDir))
 	}
 	c.duplicates()
+
+	mt := map[string]any{}
+	if v, ok := tree["models"]; ok {
+		if t, ok := v.(map[string]any); ok {
+			mt = t
+		} else {
+			c.errf("models", "must be a table ([models]), got %s", tomlType(v))
+		}
+	}
+	cfg.Models = c.models(mt)
+	for i, t := range c.entries(tree, "model") {
+		cfg.ModelSpecs = append(cfg.ModelSpecs, c.model(indexKey("model", i), t, cfg.Models.Dir))
+	}
+	c.modelDuplicates(cfg.ModelSpecs)
 	return cfg
 }
 

@@ -106,6 +106,8 @@ type Config struct {
 	Server      Server
 	Layers      []Layer    // in file order: the order requests pass through them
 	Providers   []Provider // in file order
+	Models      Models     // the [models] table
+	ModelSpecs  []Model    // the [[model]] entries, in file order
 }
 
 // Server holds the [server] table.

@@ -175,6 +175,11 @@ func TestParseFull(t *testing.T) {
 				Failover:   true,
 			},
 		},
+		Models: Models{
+			Dir:             filepath.Join(dir, DefaultModelsDir),
+			Threads:         DefaultModelThreads,
+			IndexMaxEntries: DefaultIndexMaxEntries,
+		},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("Parse mismatch\n got: %+v\nwant: %+v", *cfg, *want)
@@ -767,5 +772,99 @@ func TestPhaseAndOnError(t *testing.T) {
 	}
 	if FailOpen.String() != "fail-open" || FailClosed.String() != "fail-closed" || OnError(0) != FailClosed {
 		t.Error("OnError strings or zero value wrong")
+	}
+}
+
+func TestParseModels(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"m/glove", "abs-model"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := `
+[models]
+runtime = "lib/libonnxruntime.so.1"
+dir = "m"
+threads = 2
+index_max_entries = 5000
+
+[[model]]
+name = "embed"
+kind = "glove"
+path = "glove"
+
+[[model]]
+name = "guard"
+kind = "bert-classifier"
+path = "` + filepath.Join(dir, "abs-model") + `"
+max_batch = 8
+batch_wait = "1ms"
+`
+	cfg, err := Parse([]byte(src), filepath.Join(dir, "pipeline.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantModels := Models{Runtime: filepath.Join(dir, "lib/libonnxruntime.so.1"), Dir: filepath.Join(dir, "m"), Threads: 2, IndexMaxEntries: 5000}
+	if cfg.Models != wantModels {
+		t.Errorf("models = %+v, want %+v", cfg.Models, wantModels)
+	}
+	want := []Model{
+		{Name: "embed", Kind: "glove", Path: filepath.Join(dir, "m/glove"), MaxBatch: DefaultModelMaxBatch, BatchWait: DefaultModelBatchWait, Line: 8},
+		{Name: "guard", Kind: "bert-classifier", Path: filepath.Join(dir, "abs-model"), MaxBatch: 8, BatchWait: time.Millisecond, Line: 13},
+	}
+	if !reflect.DeepEqual(cfg.ModelSpecs, want) {
+		t.Errorf("model specs\n got %+v\nwant %+v", cfg.ModelSpecs, want)
+	}
+	if cfg.Model("guard") == nil || cfg.Model("nope") != nil {
+		t.Error("Config.Model lookup is wrong")
+	}
+}
+
+func TestParseModelProblems(t *testing.T) {
+	dir := t.TempDir()
+	src := `
+[models]
+threads = 0
+
+[[model]]
+name = "Embed"
+kind = "word2vec"
+path = "missing"
+batch_wait = "1s"
+
+[[model]]
+kind = "glove"
+
+[[model]]
+name = "dup"
+kind = "glove"
+path = "missing"
+
+[[model]]
+name = "dup"
+kind = "glove"
+path = "missing"
+`
+	_, err := Parse([]byte(src), filepath.Join(dir, "pipeline.toml"))
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v, want a ValidationError", err)
+	}
+	msg := ve.Error()
+	for _, want := range []string{
+		"models.threads: must be between 1 and 64",
+		"model[0].name: must match [a-z0-9-]+",
+		`model[0].kind: unknown kind "word2vec"`,
+		"model[0].path: model directory not found",
+		"run `make models`",
+		"model[0].batch_wait: must be between 0s and 100ms",
+		"model[1].name: required key is missing",
+		"model[1].path: required key is missing",
+		`model[3].name: duplicate model name "dup"`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("problems lack %q:\n%s", want, msg)
+		}
 	}
 }

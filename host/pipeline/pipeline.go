@@ -32,7 +32,10 @@ type Deps struct {
 	Cache   wazero.CompilationCache
 	KV      sandbox.KV
 	Metrics sandbox.Metrics
-	Getenv  func(string) string // credential lookup; nil means os.Getenv
+	// Services are the local models, vector index and internal completions
+	// (ABI v1.2); each unset one answers its host functions with an error.
+	Services sandbox.Services
+	Getenv   func(string) string // credential lookup; nil means os.Getenv
 }
 
 // Layer is a loaded [[layer]].
@@ -138,6 +141,7 @@ func Build(ctx context.Context, cfg *config.Config, deps Deps) (*Pipeline, error
 				Log:         deps.Log,
 				KV:          deps.KV,
 				Metrics:     deps.Metrics,
+				Services:    deps.Services,
 			})
 			if err != nil {
 				errs[i] = fmt.Errorf("%s:%d: %w", cfg.Path, j.spec.Line, err)

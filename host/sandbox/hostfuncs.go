@@ -55,6 +55,14 @@ var hostFunctions = map[string]hostFunc{
 	"hash":             {hostHash, []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}},
 	"regex_compile":    {hostRegexCompile, []api.ValueType{i32, i32}, []api.ValueType{i32}},
 	"regex_find":       {hostRegexFind, []api.ValueType{i32, i32, i32, i32, i32}, []api.ValueType{i64}},
+
+	// Added in ABI v1.2 (additive): the host's services (services.go).
+	"embed":         service(svcEmbed),
+	"classify":      service(svcClassify),
+	"vector_insert": service(svcVectorInsert),
+	"vector_search": service(svcVectorSearch),
+	"vector_delete": service(svcVectorDelete),
+	"complete":      service(svcComplete),
 }
 
 func (p *Plugin) instantiateHostModule(ctx context.Context) error {

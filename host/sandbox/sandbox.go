@@ -50,10 +50,11 @@ type Options struct {
 	Timeout     time.Duration // per call; 0 means no limit beyond the caller's context
 	Config      []byte        // the plugin's config table as JSON, served by the config host function
 
-	Cache   wazero.CompilationCache // shared compilation cache; nil compiles every time
-	Log     *slog.Logger
-	KV      KV      // nil: kv host functions fail
-	Metrics Metrics // nil: metrics are dropped
+	Cache    wazero.CompilationCache // shared compilation cache; nil compiles every time
+	Log      *slog.Logger
+	KV       KV       // nil: kv host functions fail
+	Metrics  Metrics  // nil: metrics are dropped
+	Services Services // models, vectors, completions; each nil one fails its host functions
 }
 
 // KV is the key/value store behind the kv_* host functions. Keys arrive
@@ -378,6 +379,11 @@ type callKey struct{}
 type callState struct {
 	p    *Plugin
 	info CallInfo
+
+	// A service reply that did not fit the guest's buffer, kept for the retry
+	// (see Services).
+	pending   []byte
+	pendingIn string
 }
 
 func (p *Plugin) callInstance(ctx context.Context, in *instance, op plugin.Op, input []byte, info CallInfo) ([]byte, error) {

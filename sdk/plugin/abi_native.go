@@ -5,6 +5,7 @@ package plugin
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"regexp"
 	"strings"
 	"sync"
@@ -165,4 +166,21 @@ func hostRegexFind(set int32, text string) ([]byte, bool) {
 		}
 	}
 	return out, true
+}
+
+// ServiceHost is the optional part of a native Host that serves the ABI v1.2
+// services: it receives the same wire-encoded request the WASM host does and
+// returns the status-prefixed reply. Without it, natively built plugins get
+// an error from Embed, Classify, the Vector functions and Complete; plugins
+// that use them are best tested under the real host (host/testkit/layertest).
+type ServiceHost interface {
+	Service(name string, req []byte) ([]byte, error)
+}
+
+func hostService(name string, req []byte) ([]byte, error) {
+	sh, ok := currentHost().(ServiceHost)
+	if !ok {
+		return nil, fmt.Errorf("%s: %w (the native host offers no services)", name, errNoHost)
+	}
+	return sh.Service(name, req)
 }

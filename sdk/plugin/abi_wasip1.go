@@ -4,6 +4,7 @@ package plugin
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"unsafe"
 )
@@ -203,4 +204,53 @@ func hostRegexFind(set int32, text string) ([]byte, bool) {
 	return readInto(func(buf []byte) int64 {
 		return importRegexFind(set, strPtr(text), uint32(len(text)), bytesPtr(buf), uint32(len(buf)))
 	})
+}
+
+//go:wasmimport bardo_v1 embed
+func importEmbed(in unsafe.Pointer, inLen uint32, out unsafe.Pointer, outCap uint32) int64
+
+//go:wasmimport bardo_v1 classify
+func importClassify(in unsafe.Pointer, inLen uint32, out unsafe.Pointer, outCap uint32) int64
+
+//go:wasmimport bardo_v1 vector_insert
+func importVectorInsert(in unsafe.Pointer, inLen uint32, out unsafe.Pointer, outCap uint32) int64
+
+//go:wasmimport bardo_v1 vector_search
+func importVectorSearch(in unsafe.Pointer, inLen uint32, out unsafe.Pointer, outCap uint32) int64
+
+//go:wasmimport bardo_v1 vector_delete
+func importVectorDelete(in unsafe.Pointer, inLen uint32, out unsafe.Pointer, outCap uint32) int64
+
+//go:wasmimport bardo_v1 complete
+func importComplete(in unsafe.Pointer, inLen uint32, out unsafe.Pointer, outCap uint32) int64
+
+// hostService calls one service import. A plugin that uses no service never
+// reaches this function, so the linker drops it and the plugin imports none
+// of them; one that uses any imports all six (a host without a service
+// answers it with an error reply).
+func hostService(name string, req []byte) ([]byte, error) {
+	var f func(in unsafe.Pointer, inLen uint32, out unsafe.Pointer, outCap uint32) int64
+	switch name {
+	case svcEmbed:
+		f = importEmbed
+	case svcClassify:
+		f = importClassify
+	case svcVectorInsert:
+		f = importVectorInsert
+	case svcVectorSearch:
+		f = importVectorSearch
+	case svcVectorDelete:
+		f = importVectorDelete
+	case svcComplete:
+		f = importComplete
+	default:
+		return nil, fmt.Errorf("unknown host service %q", name)
+	}
+	reply, ok := readInto(func(buf []byte) int64 {
+		return f(bytesPtr(req), uint32(len(req)), bytesPtr(buf), uint32(len(buf)))
+	})
+	if !ok {
+		return nil, fmt.Errorf("%s: the host refused the call (see the host log)", name)
+	}
+	return reply, nil
 }

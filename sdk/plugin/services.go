@@ -1,0 +1,247 @@
+package plugin
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// The host's services (ABI v1.2): local models, a vector index partitioned
+// per plugin and tenant, and internal completions routed like any request.
+// Each is a host function taking a wire-encoded request and returning a
+// status-prefixed reply; a host that does not offer one answers with an
+// error, never a trap (docs/abi.md, "Services").
+
+// Service names, as imported from the bardo_v1 module.
+const (
+	svcEmbed        = "embed"
+	svcClassify     = "classify"
+	svcVectorInsert = "vector_insert"
+	svcVectorSearch = "vector_search"
+	svcVectorDelete = "vector_delete"
+	svcComplete     = "complete"
+)
+
+const (
+	replyErr byte = 0
+	replyOK  byte = 1
+)
+
+func callService(name string, req []byte) (*wire.Decoder, error) {
+	reply, err := hostService(name, req)
+	if err != nil {
+		return nil, err
+	}
+	if len(reply) == 0 {
+		return nil, fmt.Errorf("%s: empty reply from the host", name)
+	}
+	if reply[0] != replyOK {
+		return nil, errors.New(string(reply[1:]))
+	}
+	return wire.NewDecoder(reply[1:]), nil
+}
+
+// Embed turns texts into unit vectors with the host's model named model (as
+// declared in pipeline.toml's [[model]] tables). The dot product of two
+// vectors is their cosine similarity.
+func Embed(model string, texts []string) ([][]float32, error) {
+	var e wire.Encoder
+	e.String(model)
+	e.Strings(texts)
+	d, err := callService(svcEmbed, e.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	dim := int(d.Uint())
+	flat := d.Raw()
+	if d.Err() != nil || dim == 0 || len(flat) != 4*dim*len(texts) {
+		return nil, fmt.Errorf("embed: malformed reply (%d bytes for %d texts of dim %d)", len(flat), len(texts), dim)
+	}
+	out := make([][]float32, len(texts))
+	for i := range out {
+		out[i] = decodeFloats(flat[4*dim*i : 4*dim*(i+1)])
+	}
+	return out, nil
+}
+
+// Classify scores texts with the host's classifier named model: per text,
+// one probability per label, aligned with the returned labels.
+func Classify(model string, texts []string) (labels []string, scores [][]float32, err error) {
+	var e wire.Encoder
+	e.String(model)
+	e.Strings(texts)
+	d, err := callService(svcClassify, e.Bytes())
+	if err != nil {
+		return nil, nil, err
+	}
+	labels = d.Strings()
+	flat := d.Raw()
+	n := len(labels)
+	if d.Err() != nil || n == 0 || len(flat) != 4*n*len(texts) {
+		return nil, nil, fmt.Errorf("classify: malformed reply")
+	}
+	// Labels alias the reply buffer; copy them out with the scores.
+	for i, l := range labels {
+		labels[i] = string(append([]byte(nil), l...))
+	}
+	scores = make([][]float32, len(texts))
+	for i := range scores {
+		scores[i] = decodeFloats(flat[4*n*i : 4*n*(i+1)])
+	}
+	return labels, scores, nil
+}
+
+// VectorMatch is one result of VectorSearch.
+type VectorMatch struct {
+	ID      string
+	Score   float32 // cosine similarity
+	Tags    []string
+	Payload []byte
+}
+
+// VectorScope chooses the partition of the plugin's vector index: the
+// caller's tenant (the default, and the safe choice) or the plugin's shared
+// space every tenant sees.
+type VectorScope uint64
+
+const (
+	// TenantScope is the partition of the tenant the current call serves.
+	TenantScope VectorScope = 0
+	// SharedScope is the plugin's partition shared by every tenant.
+	SharedScope VectorScope = 1
+)
+
+// VectorInsert stores vec under id (replacing an earlier entry) for ttl, with
+// tags (for bulk invalidation by VectorDelete) and a payload returned by
+// searches. The host bounds each partition and evicts the least recently
+// used entries.
+func VectorInsert(scope VectorScope, id string, vec []float32, ttl time.Duration, tags []string, payload []byte) error {
+	var e wire.Encoder
+	e.Uint(uint64(scope))
+	e.String(id)
+	e.Raw(encodeFloats(vec))
+	e.Int(ttl.Milliseconds())
+	e.Strings(tags)
+	e.Raw(payload)
+	_, err := callService(svcVectorInsert, e.Bytes())
+	return err
+}
+
+// VectorSearch returns up to k entries whose cosine similarity to vec is at
+// least minScore, best first. Expired entries are never returned.
+func VectorSearch(scope VectorScope, vec []float32, k int, minScore float32) ([]VectorMatch, error) {
+	var e wire.Encoder
+	e.Uint(uint64(scope))
+	e.Raw(encodeFloats(vec))
+	e.Uint(uint64(k))
+	e.Float(float64(minScore))
+	d, err := callService(svcVectorSearch, e.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	n := int(d.Uint())
+	if d.Err() != nil || n > k {
+		return nil, fmt.Errorf("vector_search: malformed reply")
+	}
+	ms := make([]VectorMatch, n)
+	for i := range ms {
+		ms[i].ID = string(append([]byte(nil), d.String()...))
+		ms[i].Score = float32(d.Float())
+		for _, t := range d.Strings() {
+			ms[i].Tags = append(ms[i].Tags, string(append([]byte(nil), t...)))
+		}
+		ms[i].Payload = append([]byte(nil), d.Raw()...)
+	}
+	if d.Err() != nil {
+		return nil, fmt.Errorf("vector_search: malformed reply: %w", d.Err())
+	}
+	return ms, nil
+}
+
+// VectorDelete removes the entry id (if not empty) and every entry carrying
+// tag (if not empty) from the partition; it returns how many went.
+func VectorDelete(scope VectorScope, id, tag string) (int, error) {
+	var e wire.Encoder
+	e.Uint(uint64(scope))
+	e.String(id)
+	e.String(tag)
+	d, err := callService(svcVectorDelete, e.Bytes())
+	if err != nil {
+		return 0, err
+	}
+	return int(d.Uint()), d.Err()
+}
+
+// Completion asks the gateway for an internal completion, routed by
+// Subsystem like any request (e.g. "session_compact" for L5's summaries)
+// and billed to the tenant the current call serves.
+type Completion struct {
+	Subsystem string
+	Model     string // optional: an explicit model instead of the intent's choice
+	System    string
+	Messages  []CompletionMessage
+	MaxTokens int
+}
+
+// CompletionMessage is one turn of a Completion.
+type CompletionMessage struct {
+	Role string // "user" or "assistant"
+	Text string
+}
+
+// CompletionResult is the answer to a Completion.
+type CompletionResult struct {
+	Text         string
+	Provider     string
+	Model        string
+	InputTokens  int
+	OutputTokens int
+}
+
+// Complete runs c through the gateway and returns the answer's text.
+func Complete(c Completion) (CompletionResult, error) {
+	var e wire.Encoder
+	e.String(c.Subsystem)
+	e.String(c.Model)
+	e.String(c.System)
+	roles := make([]string, len(c.Messages))
+	texts := make([]string, len(c.Messages))
+	for i, m := range c.Messages {
+		roles[i], texts[i] = m.Role, m.Text
+	}
+	e.Strings(roles)
+	e.Strings(texts)
+	e.Uint(uint64(c.MaxTokens))
+	d, err := callService(svcComplete, e.Bytes())
+	if err != nil {
+		return CompletionResult{}, err
+	}
+	r := CompletionResult{
+		Text:         string(append([]byte(nil), d.String()...)),
+		Provider:     string(append([]byte(nil), d.String()...)),
+		Model:        string(append([]byte(nil), d.String()...)),
+		InputTokens:  int(d.Uint()),
+		OutputTokens: int(d.Uint()),
+	}
+	return r, d.Err()
+}
+
+func encodeFloats(v []float32) []byte {
+	b := make([]byte, 0, 4*len(v))
+	for _, f := range v {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(f))
+	}
+	return b
+}
+
+func decodeFloats(b []byte) []float32 {
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
