@@ -10,7 +10,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/respcache"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -256,12 +256,12 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	res.Headers = append(res.Headers, wire.KV{Key: HeaderKey, Value: hexKey[:16]})
 
 	if v, ok := kvGet(storeKey(hexKey)); ok {
-		resp, storedMs, err := decodeEntry(v)
+		resp, storedMs, err := respcache.DecodeEntry(v)
 		if err == nil {
 			// A fresh id in the caller's dialect: the host makes one for an
 			// answer that has none.
 			resp.ID = ""
-			saved := resp.Usage.InputTokens + resp.Usage.CacheReadTokens + resp.Usage.CacheWriteTokens + resp.Usage.OutputTokens
+			saved := respcache.SavedTokens(&resp)
 			age := (plugin.Now().UnixMilli() - storedMs) / 1000
 			res.Action = wire.ActionAnswer
 			res.Answer = &resp
@@ -318,38 +318,12 @@ func missOf(m *wire.Meta) (hexKey string, ttl time.Duration, ok bool) {
 	return hexKey, ttl, ok
 }
 
-// storable reports whether a response may be cached: never a tool call, an
-// error-like stop, an empty answer or one shorter than min_tokens.
-func storable(r *wire.Response) bool {
-	switch r.StopReason {
-	case wire.StopToolUse, wire.StopPauseTurn, wire.StopRefusal, wire.StopContentFilter:
-		return false
-	}
-	if len(r.Content) == 0 {
-		return false
-	}
-	textBytes := 0
-	for i := range r.Content {
-		switch r.Content[i].Type {
-		case wire.BlockToolUse:
-			return false
-		case wire.BlockText, wire.BlockThinking:
-			textBytes += len(r.Content[i].Text)
-		}
-	}
-	out := r.Usage.OutputTokens
-	if out <= 0 {
-		out = int64((textBytes + 3) / 4) // no usage reported: estimate
-	}
-	return out >= cfg.minTokens
-}
-
 func store(hexKey string, ttl time.Duration, r *wire.Response) {
-	if !storable(r) {
+	if !respcache.Storable(r, cfg.minTokens) {
 		plugin.CounterAdd(metricSkips, 1)
 		return
 	}
-	v := encodeEntry(&enc, r, plugin.Now().UnixMilli())
+	v := respcache.EncodeEntry(&enc, r, plugin.Now().UnixMilli())
 	if len(v) > cfg.maxEntryBytes {
 		plugin.CounterAdd(metricSkips, 1)
 		return
@@ -375,47 +349,31 @@ func onStream(in *wire.LayerStream, res *wire.LayerStreamResult) error {
 	if len(st) == 0 {
 		hexKey, ttl, ok := missOf(&in.Meta)
 		if !ok {
-			res.State = []byte{stateSkip}
+			res.State = respcache.Skip()
 			return nil
 		}
-		st = append(make([]byte, 0, 256), stateCollect)
-		st = appendStr(st, hexKey)
-		st = binary.AppendUvarint(st, uint64(ttl.Milliseconds()))
+		st = respcache.StartStream([]byte(hexKey), ttl)
 	}
-	if st[0] != stateCollect {
+	if !respcache.Collecting(st) {
 		res.State = st[:1]
 		return nil
 	}
-	for i := range in.Events {
-		ev := &in.Events[i]
-		if ev.Type == wire.EventError ||
-			(ev.Type == wire.EventBlockStart && ev.Block.Type == wire.BlockToolUse) ||
-			(ev.Type == wire.EventMessageDelta && ev.StopReason == wire.StopToolUse) {
-			plugin.CounterAdd(metricSkips, 1)
-			res.State = []byte{stateSkip}
-			return nil
-		}
-		st = appendRecord(st, ev)
-	}
-	if len(st) > cfg.maxEntryBytes {
+	st, ok := respcache.Collect(st, in.Events, cfg.maxEntryBytes)
+	if !ok {
 		plugin.CounterAdd(metricSkips, 1)
-		res.State = []byte{stateSkip}
+		res.State = st
 		return nil
 	}
 	if !in.Final {
 		res.State = st
 		return nil
 	}
-	r := reader{b: st[1:]}
-	hexKey := r.str()
-	ttl := time.Duration(r.uvarint()) * time.Millisecond
-	resp, complete := rebuild(r.b)
-	if r.bad || !complete {
-		plugin.CounterAdd(metricSkips, 1)
+	if key, ttl, resp, ok := respcache.Finish(st); ok {
+		store(string(key), ttl, &resp)
 	} else {
-		store(hexKey, ttl, &resp)
+		plugin.CounterAdd(metricSkips, 1)
 	}
-	res.State = []byte{stateSkip}
+	res.State = respcache.Skip()
 	return nil
 }
 

@@ -1,97 +1,10 @@
-package main
+package respcache
 
 import (
 	"encoding/binary"
-	"errors"
 
 	"github.com/bardoinference/bardo/sdk/wire"
 )
-
-// An entry is entryMagic, the time it was stored (Unix milliseconds, 8 bytes
-// little endian), and the response in the SDK's wire encoding (a
-// LayerResponseResult that replaces, which is exactly a Response): compact,
-// reflection-free, and decoded without copying.
-const entryMagic = "HC1"
-
-var errEntry = errors.New("hashcache: malformed cache entry")
-
-func encodeEntry(enc *wire.Encoder, r *wire.Response, storedMs int64) []byte {
-	x := wire.LayerResponseResult{Replaced: true, Response: *r}
-	x.Encode(enc)
-	out := make([]byte, 0, len(entryMagic)+8+len(enc.Bytes()))
-	out = append(out, entryMagic...)
-	out = binary.LittleEndian.AppendUint64(out, uint64(storedMs))
-	return append(out, enc.Bytes()...)
-}
-
-func decodeEntry(b []byte) (resp wire.Response, storedMs int64, err error) {
-	if len(b) < len(entryMagic)+8 || string(b[:len(entryMagic)]) != entryMagic {
-		return resp, 0, errEntry
-	}
-	storedMs = int64(binary.LittleEndian.Uint64(b[len(entryMagic):]))
-	var x wire.LayerResponseResult
-	if err := x.Decode(b[len(entryMagic)+8:]); err != nil || !x.Replaced {
-		return resp, 0, errEntry
-	}
-	return x.Response, storedMs, nil
-}
-
-// Stream state. A streamed miss is accumulated in the layer's State blob
-// (streams are not pinned to an instance) and stored on the Final batch.
-// Each batch appends compact records of the events that matter, so a long
-// stream costs an append per batch, not a re-encoding of everything so far.
-//
-//	state  = 'C' key ttl records...   collecting
-//	       | 'S'                      not cached (no key, a tool call, an error, too large)
-//	record = type fields...            (see appendRecord)
-const (
-	stateCollect = 'C'
-	stateSkip    = 'S'
-)
-
-// appendRecord appends one event as a record; events that do not change the
-// response (pings) are left out.
-func appendRecord(b []byte, ev *wire.Event) []byte {
-	switch ev.Type {
-	case wire.EventMessageStart:
-		b = append(b, byte(ev.Type))
-		b = appendStr(b, ev.ID)
-		b = appendStr(b, ev.Model)
-		b = appendUsage(b, &ev.Usage)
-	case wire.EventBlockStart:
-		b = append(b, byte(ev.Type))
-		b = binary.AppendVarint(b, ev.Index)
-		b = binary.AppendUvarint(b, uint64(ev.Block.Type))
-		b = appendStr(b, ev.Block.ID)
-		b = appendStr(b, ev.Block.Name)
-		b = appendStr(b, bstr(ev.Block.Data))
-	case wire.EventDelta:
-		b = append(b, byte(ev.Type))
-		b = binary.AppendVarint(b, ev.Index)
-		b = append(b, byte(ev.Delta))
-		b = appendStr(b, ev.Text)
-	case wire.EventMessageDelta:
-		b = append(b, byte(ev.Type))
-		b = appendStr(b, ev.StopReason)
-		b = appendStr(b, ev.StopSeq)
-		b = appendUsage(b, &ev.Usage)
-	case wire.EventMessageStop:
-		b = append(b, byte(ev.Type))
-	}
-	return b
-}
-
-func appendStr(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-func appendUsage(b []byte, u *wire.Usage) []byte {
-	b = binary.AppendVarint(b, u.InputTokens)
-	b = binary.AppendVarint(b, u.OutputTokens)
-	b = binary.AppendVarint(b, u.CacheReadTokens)
-	return binary.AppendVarint(b, u.CacheWriteTokens)
-}
 
 // reader reads records; a short or corrupt input sets bad.
 type reader struct {

@@ -1,0 +1,124 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/bardoinference/bardo/host/pipeline"
+	"github.com/bardoinference/bardo/host/sandbox"
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// AnnotationSubsystem carries a request's routing intent (X-Bardo-Subsystem,
+// or the subsystem of an internal completion).
+const AnnotationSubsystem = "bardo.route.subsystem"
+
+// defaultCompleteMaxTokens bounds an internal completion that names no limit:
+// summaries are short, and an unbounded internal call is a cost surprise.
+const defaultCompleteMaxTokens = 1024
+
+// Complete serves the complete host function (sandbox.Completer): a plugin's
+// internal, non-streamed completion, routed and failed over like a caller's
+// request. It skips the layers on purpose: a layer must not recurse into
+// itself, and the text it passes already went through the layers before it
+// (L7 masks personal data before L5 summarises, so nothing private leaves).
+func (g *Gateway) Complete(ctx context.Context, tenant string, c sandbox.Completion) (sandbox.CompletionResult, error) {
+	if g.Pipelines == nil {
+		return sandbox.CompletionResult{}, errors.New("the gateway is not serving yet")
+	}
+	req := &wire.Request{Model: c.Model}
+	if c.System != "" {
+		req.System = []wire.Block{{Type: wire.BlockText, Text: c.System}}
+	}
+	for i, t := range c.Texts {
+		req.Messages = append(req.Messages, wire.Message{Role: c.Roles[i], Content: []wire.Block{{Type: wire.BlockText, Text: t}}})
+	}
+	req.Params.MaxTokens = int64(c.MaxTokens)
+	if req.Params.MaxTokens <= 0 {
+		req.Params.MaxTokens = defaultCompleteMaxTokens
+	}
+	req.Params.Set |= wire.HasMaxTokens
+
+	p, release := g.Pipelines.Acquire()
+	defer release()
+	x := &pipeline.Exchange{
+		Meta: wire.Meta{
+			RequestID: newRequestID(),
+			Tenant:    tenant,
+			Dialect:   wire.DialectOpenAI, // internal: any dialect does, nothing is written back
+			Model:     req.Model,
+		},
+		Req: req,
+	}
+	if c.Subsystem != "" {
+		x.Meta.Annotations = setAnnotation(x.Meta.Annotations, AnnotationSubsystem, c.Subsystem)
+	}
+	if req.Model == "" {
+		return sandbox.CompletionResult{}, fmt.Errorf("internal completion (%s) names no model", c.Subsystem)
+	}
+	cands, werr := p.Candidates(x)
+	if werr != nil {
+		return sandbox.CompletionResult{}, errors.New(werr.Message)
+	}
+	var last *wire.Error
+	for _, pr := range cands {
+		route := wire.Route{Provider: pr.Spec.Name, Model: req.Model, BaseURL: pr.Spec.BaseURL}
+		for try := 0; try < 2; try++ {
+			out := g.attempt(ctx, p, x, pr, route)
+			if out.resp != nil || out.local != nil {
+				resp, werr := g.completeResponse(ctx, p, pr, route, x, out)
+				if werr != nil {
+					return sandbox.CompletionResult{}, errors.New(werr.Message)
+				}
+				return sandbox.CompletionResult{
+					Text:         responseText(resp),
+					Provider:     route.Provider,
+					Model:        route.Model,
+					InputTokens:  int(resp.Usage.InputTokens + resp.Usage.CacheReadTokens),
+					OutputTokens: int(resp.Usage.OutputTokens),
+				}, nil
+			}
+			last = out.err
+			if !out.transient {
+				return sandbox.CompletionResult{}, errors.New(out.err.Message)
+			}
+			wait, again := g.retrySame(out)
+			if !again || try == 1 || !sleepCtx(ctx, wait) {
+				break
+			}
+		}
+	}
+	if last == nil {
+		return sandbox.CompletionResult{}, errors.New("no provider serves the internal completion")
+	}
+	return sandbox.CompletionResult{}, fmt.Errorf("every provider failed; last: %s", last.Message)
+}
+
+// completeResponse decodes a successful attempt into the canonical response.
+func (g *Gateway) completeResponse(ctx context.Context, p *pipeline.Pipeline, pr *pipeline.Provider, route wire.Route, x *pipeline.Exchange, out attemptOutcome) (*wire.Response, *wire.Error) {
+	if out.local != nil {
+		return out.local, nil
+	}
+	defer out.resp.Close()
+	if out.call.ResponseDialect != wire.DialectNone {
+		r, err := codecFor(out.call.ResponseDialect).DecodeResponse(out.resp.Body)
+		if err != nil {
+			return nil, &wire.Error{Status: 502, Kind: wire.ErrUpstream, Message: "upstream " + route.Provider + " returned an invalid response: " + err.Error()}
+		}
+		return r, nil
+	}
+	return p.Decode(ctx, x, pr, route, out.resp.Status, out.resp.Headers, out.resp.Body)
+}
+
+// responseText joins a response's text blocks.
+func responseText(r *wire.Response) string {
+	var b strings.Builder
+	for _, bl := range r.Content {
+		if bl.Type == wire.BlockText {
+			b.WriteString(bl.Text)
+		}
+	}
+	return b.String()
+}
