@@ -71,7 +71,7 @@ func (g *Gateway) countTokens(ctx *fasthttp.RequestCtx) {
 	rid := newRequestID()
 	ctx.Response.Header.Set(HeaderRequestID, rid)
 
-	x := newExchange(ctx, rid, d, req, body)
+	x := g.newExchange(ctx, rid, d, req, body)
 	if pr, route, werr := p.Route(x); werr == nil {
 		er, werr := p.Encode(ctx, x, pr, route)
 		if werr == nil && er.Call != nil && er.Call.BodyDialect == wire.DialectAnthropic && strings.HasSuffix(er.Call.URL, "/messages") {

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -51,6 +52,8 @@ type Gateway struct {
 	// wait before retrying the same provider (default 2 s); longer waits
 	// fail over to the next provider instead.
 	MaxRetryAfter time.Duration
+
+	regime atomic.Value // string: the market regime (annotations.go)
 }
 
 func (g *Gateway) heartbeat() time.Duration {
@@ -121,7 +124,7 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 			release()
 		}
 	}()
-	x := newExchange(ctx, rid, d, req, body)
+	x := g.newExchange(ctx, rid, d, req, body)
 	rctx, cancel := context.WithTimeout(context.Background(), g.timeout())
 	defer func() {
 		if cancel != nil {
@@ -310,7 +313,7 @@ func setRoute(ctx *fasthttp.RequestCtx, route wire.Route, tried []string) {
 	}
 }
 
-func newExchange(ctx *fasthttp.RequestCtx, rid string, d wire.Dialect, req *wire.Request, body []byte) *pipeline.Exchange {
+func (g *Gateway) newExchange(ctx *fasthttp.RequestCtx, rid string, d wire.Dialect, req *wire.Request, body []byte) *pipeline.Exchange {
 	var passed []wire.KV
 	if v := ctx.Request.Header.Peek("anthropic-beta"); len(v) > 0 {
 		passed = append(passed, wire.KV{Key: "anthropic-beta", Value: string(v)})
@@ -318,12 +321,13 @@ func newExchange(ctx *fasthttp.RequestCtx, rid string, d wire.Dialect, req *wire
 	return &pipeline.Exchange{
 		CallerHeaders: passed,
 		Meta: wire.Meta{
-			RequestID: rid,
-			Tenant:    tenantOf(ctx),
-			Session:   string(ctx.Request.Header.Peek(HeaderSession)),
-			Dialect:   d,
-			Model:     req.Model,
-			Stream:    req.Stream,
+			RequestID:   rid,
+			Tenant:      tenantOf(ctx),
+			Session:     string(ctx.Request.Header.Peek(HeaderSession)),
+			Dialect:     d,
+			Model:       req.Model,
+			Stream:      req.Stream,
+			Annotations: g.requestAnnotations(ctx),
 		},
 		Req:      req,
 		Pristine: true,

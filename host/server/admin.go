@@ -55,9 +55,7 @@ func (sv *Server) cacheFlush(ctx *fasthttp.RequestCtx) {
 		fail(405, "use POST on /admin/cache/flush")
 		return
 	}
-	auth := ctx.Request.Header.Peek("Authorization")
-	want := "Bearer " + sv.Admin.Token
-	if subtle.ConstantTimeCompare(auth, []byte(want)) != 1 {
+	if !sv.adminAuthorized(ctx) {
 		fail(401, "admin endpoints need Authorization: Bearer <admin token>")
 		return
 	}
@@ -101,6 +99,53 @@ func (sv *Server) cacheFlush(ctx *fasthttp.RequestCtx) {
 	sv.Metrics.Add("bardo_cache_invalidations_total", float64(n), "layer", req.Layer)
 	sv.Log.Info("cache flushed", "layer", req.Layer, "scope", req.Scope, "tenant", req.Tenant, "deleted", n)
 	reply(200, map[string]any{"layer": req.Layer, "scope": req.Scope, "tenant": req.Tenant, "deleted": n})
+}
+
+func (sv *Server) adminAuthorized(ctx *fasthttp.RequestCtx) bool {
+	auth := ctx.Request.Header.Peek("Authorization")
+	want := "Bearer " + sv.Admin.Token
+	return subtle.ConstantTimeCompare(auth, []byte(want)) == 1
+}
+
+func adminReply(ctx *fasthttp.RequestCtx, status int, body any) {
+	b, _ := json.Marshal(body)
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(b)
+}
+
+func adminFail(ctx *fasthttp.RequestCtx, status int, msg string) {
+	adminReply(ctx, status, map[string]any{"error": map[string]string{"message": msg}})
+}
+
+// regime answers /admin/regime: GET reports the market regime, POST
+// {"regime":"volatile"} sets it. Every request then carries it (annotation
+// bardo.market.regime) unless its own X-Bardo-Regime header says otherwise;
+// the semantic cache shortens TTLs and drops market-analysis entries on a
+// change.
+func (sv *Server) regime(ctx *fasthttp.RequestCtx) {
+	if !sv.adminAuthorized(ctx) {
+		adminFail(ctx, 401, "admin endpoints need Authorization: Bearer <admin token>")
+		return
+	}
+	switch {
+	case ctx.IsGet():
+		adminReply(ctx, 200, map[string]any{"regime": sv.Gateway.Regime()})
+	case ctx.IsPost():
+		var req struct {
+			Regime string `json:"regime"`
+		}
+		if err := json.Unmarshal(ctx.PostBody(), &req); err != nil || !sv.Gateway.SetRegime(req.Regime) {
+			adminFail(ctx, 400, `body must be {"regime":"calm"|"normal"|"volatile"|"crisis"}`)
+			return
+		}
+		sv.Metrics.Add("bardo_regime_changes_total", 1, "regime", req.Regime)
+		sv.Log.Info("market regime set", "regime", req.Regime)
+		adminReply(ctx, 200, map[string]any{"regime": req.Regime})
+	default:
+		ctx.Response.Header.Set("Allow", "GET, POST")
+		adminFail(ctx, 405, "use GET or POST on /admin/regime")
+	}
 }
 
 func validName(s string) bool {

@@ -96,3 +96,44 @@ func TestCacheFlush(t *testing.T) {
 		t.Fatalf("admin endpoint without a token: status %d, want 404", ctx.Response.StatusCode())
 	}
 }
+
+func TestRegime(t *testing.T) {
+	gw := &gateway.Gateway{}
+	sv := New(config.Server{}, gw, telemetry.New(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	sv.Admin = &Admin{Token: "admin-secret"}
+	call := func(method, auth, body string) (int, map[string]any) {
+		var ctx fasthttp.RequestCtx
+		ctx.Request.Header.SetMethod(method)
+		ctx.Request.SetRequestURI("/admin/regime")
+		if auth != "" {
+			ctx.Request.Header.Set("Authorization", auth)
+		}
+		ctx.Request.SetBodyString(body)
+		sv.handle(&ctx)
+		var m map[string]any
+		json.Unmarshal(ctx.Response.Body(), &m)
+		return ctx.Response.StatusCode(), m
+	}
+	if st, _ := call("POST", "Bearer wrong", `{"regime":"crisis"}`); st != 401 || gw.Regime() != "" {
+		t.Fatalf("unauthorised set: %d, regime %q", st, gw.Regime())
+	}
+	for _, bad := range []string{`{"regime":"panic"}`, `nope`, `{}`} {
+		if st, _ := call("POST", "Bearer admin-secret", bad); st != 400 {
+			t.Errorf("%s: status %d, want 400", bad, st)
+		}
+	}
+	if st, m := call("POST", "Bearer admin-secret", `{"regime":"volatile"}`); st != 200 || m["regime"] != "volatile" || gw.Regime() != "volatile" {
+		t.Fatalf("set: %d %v, regime %q", st, m, gw.Regime())
+	}
+	if st, m := call("GET", "Bearer admin-secret", ""); st != 200 || m["regime"] != "volatile" {
+		t.Fatalf("get: %d %v", st, m)
+	}
+	if st, _ := call("DELETE", "Bearer admin-secret", ""); st != 405 {
+		t.Errorf("DELETE: %d", st)
+	}
+	// Without an admin token the endpoint does not exist.
+	sv.Admin = nil
+	if st, _ := call("GET", "Bearer admin-secret", ""); st != 404 {
+		t.Errorf("admin off: %d, want 404", st)
+	}
+}

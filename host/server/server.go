@@ -116,6 +116,11 @@ func (sv *Server) handle(ctx *fasthttp.RequestCtx) {
 			sv.cacheFlush(ctx)
 			return
 		}
+	case "/admin/regime":
+		if sv.Admin != nil && sv.Admin.Token != "" {
+			sv.regime(ctx)
+			return
+		}
 	}
 	if sv.Gateway.Handle(ctx) {
 		return
@@ -128,7 +133,7 @@ func (sv *Server) handle(ctx *fasthttp.RequestCtx) {
 func routeLabel(ctx *fasthttp.RequestCtx) string {
 	switch p := string(ctx.Path()); p {
 	case "/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens", "/v1/completions", "/v1/models", "/healthz", "/metrics",
-		"/admin/cache/flush":
+		"/admin/cache/flush", "/admin/regime":
 		return p
 	}
 	return "other"
