@@ -1,0 +1,323 @@
+// Command injection is layer L8, prompt-injection detection: it scores the
+// text a caller or a tool controls — user messages and tool results, never
+// the operator's system prompt — with a local classifier of the host, and
+// blocks the request (an error in the caller's dialect), flags it in a
+// header, or reroutes it to a safer model when the score reaches the
+// threshold. Scores of texts already seen are kept per tenant, so a long
+// conversation re-sent every turn is classified once per new message. See
+// README.md.
+package main
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// Headers.
+const (
+	HeaderInjection = "X-Bardo-Injection"        // the highest score, 3 decimals
+	HeaderAction    = "X-Bardo-Injection-Action" // blocked | flagged | rerouted | pass
+)
+
+// Metrics (bardo_plugin_<name>{plugin="<layer name>"}).
+const (
+	metricScanned  = "injection_texts_scanned_total"
+	metricCached   = "injection_scores_cached_total"
+	metricBlocked  = "injection_blocked_total"
+	metricFlagged  = "injection_flagged_total"
+	metricRerouted = "injection_rerouted_total"
+	metricScore    = "injection_score"
+)
+
+type rawConfig struct {
+	Model      string   `json:"model"`
+	Label      string   `json:"label"`
+	Threshold  *float64 `json:"threshold"`
+	Action     string   `json:"action"`
+	SafeModel  string   `json:"safe_model"`
+	Scan       string   `json:"scan"`
+	ChunkBytes *int     `json:"chunk_bytes"`
+	MaxChunks  *int     `json:"max_chunks"`
+	ScoreTTL   string   `json:"score_ttl"`
+}
+
+type action uint8
+
+const (
+	actBlock action = iota
+	actFlag
+	actReroute
+)
+
+type config struct {
+	model      string
+	label      string
+	threshold  float32
+	action     action
+	safeModel  string
+	latestOnly bool
+	chunkBytes int
+	maxChunks  int
+	scoreTTL   time.Duration
+}
+
+var cfg config
+
+func init() {
+	plugin.RegisterLayer(plugin.Layer{
+		Name:      "injection",
+		Version:   "1.0.0",
+		Phases:    wire.PhaseRequest,
+		Reads:     wire.PartModel | wire.PartMessages,
+		Writes:    wire.PartModel,
+		Init:      initConfig,
+		OnRequest: onRequest,
+	})
+}
+
+func main() {}
+
+func initConfig() error {
+	var rc rawConfig
+	if b := plugin.Config(); len(b) > 0 {
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&rc); err != nil {
+			return fmt.Errorf("injection config: %w", err)
+		}
+	}
+	c, err := parseConfig(&rc)
+	if err != nil {
+		return fmt.Errorf("injection config: %w", err)
+	}
+	cfg = c
+	return nil
+}
+
+func parseConfig(rc *rawConfig) (config, error) {
+	c := config{model: rc.Model, label: rc.Label, threshold: 0.5, safeModel: rc.SafeModel,
+		chunkBytes: 2000, maxChunks: 64, scoreTTL: time.Hour}
+	if c.model == "" {
+		c.model = "injection"
+	}
+	if c.label == "" {
+		c.label = "INJECTION"
+	}
+	if rc.Threshold != nil {
+		if *rc.Threshold <= 0 || *rc.Threshold > 1 {
+			return c, fmt.Errorf("threshold = %v: want (0, 1]", *rc.Threshold)
+		}
+		c.threshold = float32(*rc.Threshold)
+	}
+	switch rc.Action {
+	case "", "block":
+	case "flag":
+		c.action = actFlag
+	case "route":
+		c.action = actReroute
+		if c.safeModel == "" {
+			return c, fmt.Errorf(`action = "route" needs safe_model`)
+		}
+	default:
+		return c, fmt.Errorf(`action = %q: want "block", "flag" or "route"`, rc.Action)
+	}
+	switch rc.Scan {
+	case "", "all":
+	case "latest":
+		c.latestOnly = true
+	default:
+		return c, fmt.Errorf(`scan = %q: want "all" or "latest"`, rc.Scan)
+	}
+	if rc.ChunkBytes != nil {
+		if *rc.ChunkBytes < 200 || *rc.ChunkBytes > 100_000 {
+			return c, fmt.Errorf("chunk_bytes = %d: want 200–100000", *rc.ChunkBytes)
+		}
+		c.chunkBytes = *rc.ChunkBytes
+	}
+	if rc.MaxChunks != nil {
+		if *rc.MaxChunks < 1 || *rc.MaxChunks > 256 {
+			return c, fmt.Errorf("max_chunks = %d: want 1–256", *rc.MaxChunks)
+		}
+		c.maxChunks = *rc.MaxChunks
+	}
+	if rc.ScoreTTL != "" {
+		d, err := time.ParseDuration(rc.ScoreTTL)
+		if err != nil || d < 0 {
+			return c, fmt.Errorf("score_ttl = %q: want a duration such as \"1h\" (\"0s\" keeps no scores)", rc.ScoreTTL)
+		}
+		c.scoreTTL = d
+	}
+	return c, nil
+}
+
+// A piece of text to classify, and where it came from (for the message).
+type piece struct {
+	text  string
+	where string
+}
+
+// pieces collects the user-controlled text: user text blocks and tool
+// results, each cut into chunks of at most chunkBytes (a classifier sees a
+// bounded window; an injection buried in a long document still lands in one
+// chunk). The operator's system prompt is not the caller's text and is not
+// scanned; assistant turns are the model's own.
+func pieces(r *wire.Request, c *config) []piece {
+	var out []piece
+	from := 0
+	if c.latestOnly {
+		for i := len(r.Messages) - 1; i >= 0; i-- {
+			if r.Messages[i].Role == "user" {
+				from = i
+				break
+			}
+		}
+	}
+	for i := from; i < len(r.Messages); i++ {
+		m := &r.Messages[i]
+		if m.Role != "user" {
+			continue
+		}
+		for _, bl := range m.Content {
+			var where string
+			switch bl.Type {
+			case wire.BlockText:
+				where = "message " + strconv.Itoa(i+1)
+			case wire.BlockToolResult:
+				where = "tool result in message " + strconv.Itoa(i+1)
+			default:
+				continue
+			}
+			for _, ch := range chunks(bl.Text, c.chunkBytes) {
+				out = append(out, piece{text: ch, where: where})
+			}
+		}
+	}
+	// The newest text matters most: when there is too much, keep the end.
+	if len(out) > c.maxChunks {
+		out = out[len(out)-c.maxChunks:]
+	}
+	return out
+}
+
+// chunks cuts s at whitespace into pieces of at most n bytes (a word longer
+// than n is cut hard).
+func chunks(s string, n int) []string {
+	s = strings.TrimSpace(s)
+	var out []string
+	for len(s) > n {
+		cut := strings.LastIndexAny(s[:n], " \n\t")
+		if cut <= 0 {
+			cut = n
+		}
+		out = append(out, s[:cut])
+		s = strings.TrimSpace(s[cut:])
+	}
+	if s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+func scoreKey(text string) string {
+	sum := plugin.SHA256([]byte(cfg.model + "\x00" + text))
+	return "s:" + hex.EncodeToString(sum[:16])
+}
+
+// scores classifies the pieces, reusing scores this tenant's earlier
+// requests already paid for.
+func scores(ps []piece) ([]float32, error) {
+	out := make([]float32, len(ps))
+	var todo []int
+	var texts []string
+	for i, p := range ps {
+		if cfg.scoreTTL > 0 {
+			if v, ok := plugin.KVGet(scoreKey(p.text)); ok {
+				if f, err := strconv.ParseFloat(string(v), 32); err == nil {
+					out[i] = float32(f)
+					plugin.CounterAdd(metricCached, 1)
+					continue
+				}
+			}
+		}
+		todo = append(todo, i)
+		texts = append(texts, p.text)
+	}
+	if len(texts) == 0 {
+		return out, nil
+	}
+	labels, got, err := plugin.Classify(cfg.model, texts)
+	if err != nil {
+		return nil, err
+	}
+	li := -1
+	for i, l := range labels {
+		if strings.EqualFold(l, cfg.label) {
+			li = i
+		}
+	}
+	if li < 0 {
+		return nil, fmt.Errorf("model %q has no label %q (labels: %s)", cfg.model, cfg.label, strings.Join(labels, ", "))
+	}
+	plugin.CounterAdd(metricScanned, float64(len(texts)))
+	for j, i := range todo {
+		out[i] = got[j][li]
+		if cfg.scoreTTL > 0 {
+			_ = plugin.KVPut(scoreKey(texts[j]), []byte(strconv.FormatFloat(float64(out[i]), 'f', 4, 32)), cfg.scoreTTL)
+		}
+	}
+	return out, nil
+}
+
+func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
+	ps := pieces(&req.Request, &cfg)
+	if len(ps) == 0 {
+		return nil
+	}
+	sc, err := scores(ps)
+	if err != nil {
+		// The host applies on_error (fail-closed by default): a request that
+		// could not be checked does not go upstream.
+		return fmt.Errorf("injection: %w", err)
+	}
+	worst := 0
+	for i := range sc {
+		plugin.Observe(metricScore, float64(sc[i]))
+		if sc[i] > sc[worst] {
+			worst = i
+		}
+	}
+	top := sc[worst]
+	res.Headers = append(res.Headers, wire.KV{Key: HeaderInjection, Value: strconv.FormatFloat(float64(top), 'f', 3, 32)})
+	if top < cfg.threshold {
+		res.Headers = append(res.Headers, wire.KV{Key: HeaderAction, Value: "pass"})
+		return nil
+	}
+	switch cfg.action {
+	case actFlag:
+		plugin.CounterAdd(metricFlagged, 1)
+		res.Headers = append(res.Headers, wire.KV{Key: HeaderAction, Value: "flagged"})
+	case actReroute:
+		plugin.CounterAdd(metricRerouted, 1)
+		res.Headers = append(res.Headers, wire.KV{Key: HeaderAction, Value: "rerouted"})
+		res.Patched = wire.PartModel
+		res.Request.Model = cfg.safeModel
+	default:
+		plugin.CounterAdd(metricBlocked, 1)
+		res.Headers = append(res.Headers, wire.KV{Key: HeaderAction, Value: "blocked"})
+		res.Action = wire.ActionReject
+		// The message names where, never echoes the text: it may be an
+		// attacker's payload or carry the caller's secrets.
+		res.Error = &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest, Message: fmt.Sprintf(
+			"request blocked: possible prompt injection in the %s (score %.2f, threshold %.2f)",
+			ps[worst].where, top, cfg.threshold)}
+	}
+	return nil
+}

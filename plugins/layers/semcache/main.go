@@ -1,0 +1,592 @@
+// Command semcache is layer L2, the semantic cache: it embeds the request's
+// cache text (system prompt and last two user messages) with a local model
+// of the host, searches the tenant's vector index, and answers from the
+// nearest stored answer when it is similar enough and passes the guard —
+// the words that flip an answer ("Morpho" vs "Aave", "enable" vs
+// "disable", 100 vs 1000) must match. Misses are stored from the response
+// or stream phase, with a TTL set by the market regime. See README.md.
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/respcache"
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// Headers and annotations.
+const (
+	HeaderCache       = "X-Bardo-Cache"              // semantic-hit | miss
+	HeaderSimilarity  = "X-Bardo-Cache-Similarity"   // on a hit: cosine similarity, 4 decimals
+	HeaderSavedTokens = "X-Bardo-Cache-Saved-Tokens" // on a hit
+	HeaderAge         = "X-Bardo-Cache-Age"          // on a hit: seconds since stored
+	HeaderDomain      = "X-Bardo-Cache-Domain"       // the threshold domain used
+
+	// AnnotationMiss carries a miss's entry id, vector, guard and TTL to the
+	// response and stream phases of the same request.
+	AnnotationMiss = "semcache.miss"
+	// AnnotationReplayPace paces the host's replay of a hit as a stream.
+	AnnotationReplayPace = "bardo.replay.pace_ms"
+	// AnnotationRegime is the market regime the host sets for every request
+	// (admin API), unless the request's X-Bardo-Regime header names one.
+	AnnotationRegime = "bardo.market.regime"
+	// Request headers reach layers as annotations "bardo.hdr.<lower name>".
+	annotationHeaderDomain = "bardo.hdr.x-bardo-cache-domain"
+	annotationHeaderRegime = "bardo.hdr.x-bardo-regime"
+)
+
+// Metrics (bardo_plugin_<name>{plugin="<layer name>"}).
+const (
+	metricHits        = "semcache_hits_total"
+	metricMisses      = "semcache_misses_total"
+	metricStores      = "semcache_stores_total"
+	metricSkips       = "semcache_skips_total"
+	metricGuardMisses = "semcache_guard_rejects_total"
+	metricSavedTokens = "semcache_saved_tokens_total"
+	metricInvalidated = "semcache_invalidations_total"
+	metricErrors      = "semcache_errors_total"
+	metricSimilarity  = "semcache_similarity"
+)
+
+// tagMarket marks entries about market state, dropped when the regime
+// changes.
+const tagMarket = "market-analysis"
+
+type rawConfig struct {
+	Model           string             `json:"model"`
+	Isolation       string             `json:"isolation"`
+	Domain          string             `json:"domain"`
+	Thresholds      map[string]float64 `json:"thresholds"`
+	BaseTTL         string             `json:"base_ttl"`
+	Regime          string             `json:"regime"`
+	MinTokens       *int64             `json:"min_tokens"`
+	ReplayPaceMs    *int64             `json:"replay_pace_ms"`
+	MaxEntryBytes   *int64             `json:"max_entry_bytes"`
+	Guard           *bool              `json:"guard"`
+	MatchModel      *bool              `json:"match_model"`
+	MarketMarkers   *[]string          `json:"market_markers"`
+	StrategyMarkers *[]string          `json:"strategy_markers"`
+}
+
+type isolation uint8
+
+const (
+	perAgent isolation = iota // the tenant's partition only (default)
+	shared                    // every tenant's answers in one partition
+	tiered                    // shared, except entries holding private material
+)
+
+type config struct {
+	model         string
+	isolation     isolation
+	domain        string
+	thresholds    map[string]float32
+	baseTTL       time.Duration
+	regime        string
+	minTokens     int64
+	pace          string
+	maxEntryBytes int
+	guard         bool
+	matchModel    bool
+	market        []string
+	strategy      []string
+}
+
+// Defaults: the spec's thresholds per domain and regime multipliers.
+var (
+	defaultThresholds = map[string]float32{"static": 0.90, "default": 0.92, "strategy": 0.95, "trade": 0.98}
+	regimeTTL         = map[string]func(base time.Duration) time.Duration{
+		"calm":     func(b time.Duration) time.Duration { return b },
+		"normal":   func(b time.Duration) time.Duration { return b * 7 / 10 },
+		"volatile": func(b time.Duration) time.Duration { return b * 3 / 10 },
+		"crisis":   func(time.Duration) time.Duration { return 30 * time.Second },
+	}
+	defaultMarket   = []string{"price", "market", "volatility", "apy", "apr", "tvl", "volume", "liquidity", "funding rate", "trend", "sentiment", "gas"}
+	defaultStrategy = []string{"my strategy", "my position", "stop loss", "take profit", "entry price", "position size", "rebalance", "my portfolio", "my wallet"}
+)
+
+var (
+	cfg config
+	enc wire.Encoder
+)
+
+func init() {
+	plugin.RegisterLayer(plugin.Layer{
+		Name:       "semcache",
+		Version:    "1.0.0",
+		Phases:     wire.PhaseRequest | wire.PhaseResponse | wire.PhaseStream,
+		Reads:      wire.PartModel | wire.PartSystem | wire.PartMessages | wire.PartTools,
+		Init:       initConfig,
+		OnRequest:  onRequest,
+		OnResponse: onResponse,
+		OnStream:   onStream,
+	})
+}
+
+func main() {}
+
+func initConfig() error {
+	var rc rawConfig
+	if b := plugin.Config(); len(b) > 0 {
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&rc); err != nil {
+			return fmt.Errorf("semcache config: %w", err)
+		}
+	}
+	c, err := parseConfig(&rc)
+	if err != nil {
+		return fmt.Errorf("semcache config: %w", err)
+	}
+	cfg = c
+	return nil
+}
+
+func parseConfig(rc *rawConfig) (config, error) {
+	c := config{model: rc.Model, domain: rc.Domain, regime: rc.Regime, guard: true, matchModel: true,
+		minTokens: respcache.DefaultMinTokens, maxEntryBytes: 64 << 10, market: defaultMarket, strategy: defaultStrategy}
+	if c.model == "" {
+		c.model = "embed"
+	}
+	switch rc.Isolation {
+	case "", "per-agent":
+	case "shared":
+		c.isolation = shared
+	case "tiered":
+		c.isolation = tiered
+	default:
+		return c, fmt.Errorf(`isolation = %q: want "per-agent", "shared" or "tiered"`, rc.Isolation)
+	}
+	c.thresholds = map[string]float32{}
+	for k, v := range defaultThresholds {
+		c.thresholds[k] = v
+	}
+	for k, v := range rc.Thresholds {
+		if v < 0.5 || v > 1 {
+			return c, fmt.Errorf("thresholds.%s = %v: want 0.5–1", k, v)
+		}
+		c.thresholds[k] = float32(v)
+	}
+	if c.domain == "" {
+		c.domain = "default"
+	}
+	if _, ok := c.thresholds[c.domain]; !ok {
+		return c, fmt.Errorf("domain = %q: no threshold for it (thresholds has %s)", c.domain, domainNames(c.thresholds))
+	}
+	c.baseTTL = 300 * time.Second
+	if rc.BaseTTL != "" {
+		d, err := time.ParseDuration(rc.BaseTTL)
+		if err != nil || d < time.Second {
+			return c, fmt.Errorf("base_ttl = %q: want a duration of at least 1s", rc.BaseTTL)
+		}
+		c.baseTTL = d
+	}
+	if c.regime == "" {
+		c.regime = "normal"
+	}
+	if _, ok := regimeTTL[c.regime]; !ok {
+		return c, fmt.Errorf(`regime = %q: want "calm", "normal", "volatile" or "crisis"`, c.regime)
+	}
+	if rc.MinTokens != nil {
+		c.minTokens = *rc.MinTokens
+	}
+	pace := int64(30)
+	if rc.ReplayPaceMs != nil {
+		pace = *rc.ReplayPaceMs
+	}
+	if pace < 0 || pace > 1000 {
+		return c, fmt.Errorf("replay_pace_ms = %d: want 0–1000", pace)
+	}
+	if pace > 0 {
+		c.pace = strconv.FormatInt(pace, 10)
+	}
+	if rc.MaxEntryBytes != nil {
+		if *rc.MaxEntryBytes < 1024 || *rc.MaxEntryBytes > 1<<20 {
+			return c, fmt.Errorf("max_entry_bytes = %d: want 1024–1048576", *rc.MaxEntryBytes)
+		}
+		c.maxEntryBytes = int(*rc.MaxEntryBytes)
+	}
+	if rc.Guard != nil {
+		c.guard = *rc.Guard
+	}
+	if rc.MatchModel != nil {
+		c.matchModel = *rc.MatchModel
+	}
+	if rc.MarketMarkers != nil {
+		c.market = lower(*rc.MarketMarkers)
+	}
+	if rc.StrategyMarkers != nil {
+		c.strategy = lower(*rc.StrategyMarkers)
+	}
+	return c, nil
+}
+
+func lower(ss []string) []string {
+	out := make([]string, 0, len(ss))
+	for _, s := range ss {
+		if s = strings.ToLower(strings.TrimSpace(s)); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func domainNames(m map[string]float32) string {
+	var names []string
+	for k := range m {
+		names = append(names, k)
+	}
+	return strings.Join(names, ", ")
+}
+
+func annotation(m *wire.Meta, key string) string {
+	for i := len(m.Annotations) - 1; i >= 0; i-- {
+		if m.Annotations[i].Key == key {
+			return m.Annotations[i].Value
+		}
+	}
+	return ""
+}
+
+// regimeOf is the request's market regime: its own header, else the host's
+// (admin API), else the configured default.
+func regimeOf(m *wire.Meta) string {
+	for _, k := range []string{annotationHeaderRegime, AnnotationRegime} {
+		if v := strings.ToLower(annotation(m, k)); v != "" {
+			if _, ok := regimeTTL[v]; ok {
+				return v
+			}
+		}
+	}
+	return cfg.regime
+}
+
+// guardOf is what an entry stores for the guard: the part that must match
+// exactly (the model, by default, and the tool set), a newline, and the
+// cache text's word set (key.go) when the word guard is on.
+func guardOf(req *wire.Request, text string) (exact string, ws wordSet, stored string) {
+	exact = toolNames(req)
+	if cfg.matchModel {
+		exact = req.Model + "|" + exact
+	}
+	stored = exact + "\n"
+	if cfg.guard {
+		ws = words(text)
+		stored += encodeWords(ws)
+	}
+	return exact, ws, stored
+}
+
+// passes reports whether a stored entry's guard admits the query.
+func passes(stored, exact string, ws wordSet) bool {
+	e, w, ok := strings.Cut(stored, "\n")
+	if !ok || e != exact {
+		return false
+	}
+	return !cfg.guard || agree(ws, decodeWords(w))
+}
+
+// scopes are the partitions to search, in order, and the one to store in.
+func scopes(private bool) (search []plugin.VectorScope, store plugin.VectorScope) {
+	switch cfg.isolation {
+	case shared:
+		return []plugin.VectorScope{plugin.SharedScope}, plugin.SharedScope
+	case tiered:
+		if private {
+			return []plugin.VectorScope{plugin.TenantScope, plugin.SharedScope}, plugin.TenantScope
+		}
+		return []plugin.VectorScope{plugin.TenantScope, plugin.SharedScope}, plugin.SharedScope
+	}
+	return []plugin.VectorScope{plugin.TenantScope}, plugin.TenantScope
+}
+
+// invalidateOnRegimeChange drops market-analysis entries of the partitions
+// this tenant uses when the regime differs from the one the tenant last saw.
+// Each tenant notices on its own next request, so no global sweep is needed.
+func invalidateOnRegimeChange(regime string) {
+	const key = "regime"
+	prev, ok := plugin.KVGet(key)
+	if ok && string(prev) == regime {
+		return
+	}
+	if ok { // a change, not a first sight
+		for _, sc := range []plugin.VectorScope{plugin.TenantScope, plugin.SharedScope} {
+			if n, err := plugin.VectorDelete(sc, "", tagMarket); err == nil && n > 0 {
+				plugin.CounterAdd(metricInvalidated, float64(n))
+			}
+		}
+	}
+	if err := plugin.KVPut(key, []byte(regime), 24*time.Hour); err != nil {
+		plugin.CounterAdd(metricErrors, 1)
+	}
+}
+
+func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
+	if !lookupable(&req.Request) {
+		plugin.CounterAdd(metricSkips, 1)
+		return nil
+	}
+	regime := regimeOf(&req.Meta)
+	invalidateOnRegimeChange(regime)
+
+	domain := cfg.domain
+	if d := annotation(&req.Meta, annotationHeaderDomain); d != "" {
+		if _, ok := cfg.thresholds[d]; ok {
+			domain = d
+		}
+	}
+	threshold := cfg.thresholds[domain]
+	text := cacheText(&req.Request)
+	vecs, err := plugin.Embed(cfg.model, []string{text})
+	if err != nil {
+		return fmt.Errorf("semcache: %w", err)
+	}
+	vec := vecs[0]
+	exact, ws, guard := guardOf(&req.Request, text)
+	isPrivate := private(text, cfg.strategy)
+	search, storeScope := scopes(isPrivate)
+	res.Headers = append(res.Headers, wire.KV{Key: HeaderDomain, Value: domain})
+
+	for _, sc := range search {
+		// Several near neighbours: the nearest may fail the guard while the
+		// next one passes it.
+		ms, err := plugin.VectorSearch(sc, vec, 4, threshold)
+		if err != nil {
+			return fmt.Errorf("semcache: %w", err)
+		}
+		for _, m := range ms {
+			plugin.Observe(metricSimilarity, float64(m.Score))
+			entryGuard, entry, ok := splitPayload(m.Payload)
+			if !ok {
+				plugin.CounterAdd(metricErrors, 1)
+				continue
+			}
+			if !passes(entryGuard, exact, ws) {
+				plugin.CounterAdd(metricGuardMisses, 1)
+				continue
+			}
+			resp, storedMs, err := respcache.DecodeEntry(entry)
+			if err != nil {
+				plugin.CounterAdd(metricErrors, 1)
+				continue
+			}
+			resp.ID = ""
+			saved := respcache.SavedTokens(&resp)
+			age := (plugin.Now().UnixMilli() - storedMs) / 1000
+			res.Action = wire.ActionAnswer
+			res.Answer = &resp
+			res.Headers = append(res.Headers,
+				wire.KV{Key: HeaderCache, Value: "semantic-hit"},
+				wire.KV{Key: HeaderSimilarity, Value: strconv.FormatFloat(float64(m.Score), 'f', 4, 32)},
+				wire.KV{Key: HeaderSavedTokens, Value: strconv.FormatInt(saved, 10)},
+				wire.KV{Key: HeaderAge, Value: strconv.FormatInt(max(age, 0), 10)})
+			if cfg.pace != "" {
+				res.Annotations = append(res.Annotations, wire.KV{Key: AnnotationReplayPace, Value: cfg.pace})
+			}
+			plugin.CounterAdd(metricHits, 1)
+			plugin.CounterAdd(metricSavedTokens, float64(saved))
+			return nil
+		}
+	}
+
+	ttl := regimeTTL[regime](cfg.baseTTL)
+	var tags []string
+	if hasAny(strings.ToLower(text), cfg.market) {
+		tags = append(tags, tagMarket)
+	}
+	res.Headers = append(res.Headers, wire.KV{Key: HeaderCache, Value: "miss"})
+	res.Annotations = append(res.Annotations, wire.KV{Key: AnnotationMiss,
+		Value: encodeMiss(miss{id: entryID(text, guard), vec: vec, guard: guard, ttl: ttl, scope: storeScope, tags: tags})})
+	plugin.CounterAdd(metricMisses, 1)
+	return nil
+}
+
+func hasAny(s string, markers []string) bool {
+	for _, m := range markers {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// entryID names an entry by its cache text and guard: the same question
+// stored again replaces the old answer instead of adding a twin.
+func entryID(text, guard string) string {
+	sum := plugin.SHA256([]byte(guard + "\x00" + text))
+	return hex.EncodeToString(sum[:16])
+}
+
+// miss is what the request phase hands the response and stream phases.
+type miss struct {
+	id    string
+	vec   []float32
+	guard string
+	ttl   time.Duration
+	scope plugin.VectorScope
+	tags  []string
+}
+
+// encodeMiss packs a miss into an annotation value (base64 of a compact
+// binary record; the vector is 4 bytes a dimension).
+func encodeMiss(m miss) string {
+	b := make([]byte, 0, 64+4*len(m.vec)+len(m.guard))
+	b = appendStr(b, m.id)
+	b = appendStr(b, m.guard)
+	b = binary.AppendUvarint(b, uint64(m.ttl.Milliseconds()))
+	b = binary.AppendUvarint(b, uint64(m.scope))
+	b = appendStr(b, strings.Join(m.tags, ","))
+	b = binary.AppendUvarint(b, uint64(len(m.vec)))
+	for _, f := range m.vec {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(f))
+	}
+	return base64.RawStdEncoding.EncodeToString(b)
+}
+
+func decodeMiss(s string) (m miss, ok bool) {
+	b, err := base64.RawStdEncoding.DecodeString(s)
+	if err != nil {
+		return m, false
+	}
+	r := reader{b: b}
+	m.id = r.str()
+	m.guard = r.str()
+	m.ttl = time.Duration(r.uvarint()) * time.Millisecond
+	m.scope = plugin.VectorScope(r.uvarint())
+	if t := r.str(); t != "" {
+		m.tags = strings.Split(t, ",")
+	}
+	n := r.uvarint()
+	if r.bad || n > 8192 || uint64(len(r.b)) != 4*n {
+		return m, false
+	}
+	m.vec = make([]float32, n)
+	for i := range m.vec {
+		m.vec[i] = math.Float32frombits(binary.LittleEndian.Uint32(r.b[4*i:]))
+	}
+	return m, true
+}
+
+// The payload stored beside a vector: the guard, then the entry.
+func joinPayload(guard string, entry []byte) []byte {
+	b := appendStr(make([]byte, 0, len(guard)+len(entry)+4), guard)
+	return append(b, entry...)
+}
+
+func splitPayload(p []byte) (guard string, entry []byte, ok bool) {
+	r := reader{b: p}
+	guard = r.str()
+	return guard, r.b, !r.bad
+}
+
+func appendStr(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+type reader struct {
+	b   []byte
+	bad bool
+}
+
+func (r *reader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.bad, r.b = true, nil
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) str() string {
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		r.bad, r.b = true, nil
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}
+
+func store(m miss, r *wire.Response) {
+	if !respcache.Storable(r, cfg.minTokens) {
+		plugin.CounterAdd(metricSkips, 1)
+		return
+	}
+	entry := respcache.EncodeEntry(&enc, r, plugin.Now().UnixMilli())
+	if len(entry) > cfg.maxEntryBytes {
+		plugin.CounterAdd(metricSkips, 1)
+		return
+	}
+	if err := plugin.VectorInsert(m.scope, m.id, m.vec, m.ttl, m.tags, joinPayload(m.guard, entry)); err != nil {
+		plugin.CounterAdd(metricErrors, 1)
+		plugin.Logf(plugin.LevelWarn, "semcache: storing an entry failed: %v", err)
+		return
+	}
+	plugin.CounterAdd(metricStores, 1)
+}
+
+// missOf returns the request phase's miss, unless another layer answered
+// the request locally (a cached answer is never stored again).
+func missOf(meta *wire.Meta) (miss, bool) {
+	if annotation(meta, AnnotationReplayPace) != "" {
+		return miss{}, false
+	}
+	v := annotation(meta, AnnotationMiss)
+	if v == "" {
+		return miss{}, false
+	}
+	return decodeMiss(v)
+}
+
+func onResponse(in *wire.LayerResponse, _ *wire.LayerResponseResult) error {
+	if m, ok := missOf(&in.Meta); ok {
+		store(m, &in.Response)
+	}
+	return nil
+}
+
+func onStream(in *wire.LayerStream, res *wire.LayerStreamResult) error {
+	res.Events = in.Events
+	st := in.State
+	if len(st) == 0 {
+		if _, ok := missOf(&in.Meta); !ok {
+			res.State = respcache.Skip()
+			return nil
+		}
+		// The miss itself stays in the annotations; the state carries only
+		// the answer being collected.
+		st = respcache.StartStream(nil, 0)
+	}
+	st, ok := respcache.Collect(st, in.Events, cfg.maxEntryBytes)
+	if !ok {
+		plugin.CounterAdd(metricSkips, 1)
+		res.State = st
+		return nil
+	}
+	if !in.Final {
+		res.State = st
+		return nil
+	}
+	if _, _, resp, ok := respcache.Finish(st); ok {
+		if m, ok := missOf(&in.Meta); ok {
+			store(m, &resp)
+		}
+	} else {
+		plugin.CounterAdd(metricSkips, 1)
+	}
+	res.State = respcache.Skip()
+	return nil
+}
