@@ -1,0 +1,280 @@
+package guardrail
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/bardoinference/bardo/host/models"
+	"github.com/bardoinference/bardo/host/models/batch"
+	"github.com/bardoinference/bardo/host/models/onnxrt"
+)
+
+// LoadOptions configures Load.
+type LoadOptions struct {
+	// Name is the classifier's configured name; "" means "injection".
+	Name string
+	// LibraryPath is passed to onnxrt.Init ("" means its default).
+	LibraryPath string
+	// MaxBatch caps the rows per model run; 0 means 64.
+	MaxBatch int
+	// MaxWait is how long a batch waits for more concurrent callers; 0
+	// means 1ms, negative means never wait.
+	MaxWait time.Duration
+	// Threshold overrides config.json's threshold when > 0.
+	Threshold float32
+	// ModelOnly turns the rules and decoded views off, so scores are
+	// exactly llm_guardrail's checkInjection confidence.
+	ModelOnly bool
+}
+
+// Result explains one text's score.
+type Result struct {
+	// Score is P(INJECTION): max(Model, Rules), or Model with ModelOnly.
+	Score float32 `json:"score"`
+	// Model is the TF-IDF model's P(INJECTION) on the text plus any hidden
+	// text the rules decoded (see RuleResult.Decoded).
+	Model float32 `json:"model"`
+	// Rules is the rule engine's noisy-OR score (0 with ModelOnly).
+	Rules float32 `json:"rules"`
+	// Hits are the rules that fired.
+	Hits []Hit `json:"hits,omitempty"`
+	// Injection reports Score >= the classifier's threshold.
+	Injection bool `json:"injection"`
+	// By names what decided Score: "model" or "rules".
+	By string `json:"by"`
+}
+
+// Classifier is the offline injection classifier: llm_guardrail's TF-IDF +
+// logistic-regression model run by onnxruntime, combined with the rule
+// table. It implements models.Classifier and is safe for concurrent use;
+// concurrent calls are micro-batched into one model run.
+type Classifier struct {
+	name      string
+	cfg       Config
+	dir       string
+	vec       *Vectorizer
+	session   *ort.DynamicAdvancedSession
+	batcher   *batch.Batcher[termRow, float32]
+	threshold float32
+	modelOnly bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ models.Classifier = (*Classifier)(nil)
+
+// termRow is one text's sparse term counts, the batcher's unit of work.
+type termRow struct {
+	ids    []int64
+	counts []float32
+}
+
+// Load opens a model directory written by Build (model.onnx, vocab.tsv,
+// config.json), initialising onnxruntime if needed.
+func Load(dir string, opts LoadOptions) (*Classifier, error) {
+	data, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+	if err != nil {
+		return nil, fmt.Errorf("guardrail: read config: %w", err)
+	}
+	var cfg Config
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return nil, fmt.Errorf("guardrail: parse config: %w", err)
+	}
+	if cfg.Kind != Kind {
+		return nil, fmt.Errorf("guardrail: %s: kind %q, want %q", dir, cfg.Kind, Kind)
+	}
+	if len(cfg.Labels) != 2 {
+		return nil, fmt.Errorf("guardrail: %s: want 2 labels, got %v", dir, cfg.Labels)
+	}
+	vocabName := cfg.Vocab
+	if vocabName == "" {
+		vocabName = VocabFile
+	}
+	vocab, err := readVocab(filepath.Join(dir, vocabName))
+	if err != nil {
+		return nil, err
+	}
+	if len(vocab) != cfg.VocabSize || int(maxID(vocab)) != cfg.VocabSize-1 {
+		return nil, fmt.Errorf("guardrail: %s: vocabulary has %d terms (max id %d), config says %d", dir, len(vocab), maxID(vocab), cfg.VocabSize)
+	}
+	vec, err := NewVectorizer(vocab, cfg.NgramRange[0], cfg.NgramRange[1])
+	if err != nil {
+		return nil, err
+	}
+	if err := onnxrt.Init(onnxrt.Options{LibraryPath: opts.LibraryPath}); err != nil {
+		return nil, fmt.Errorf("guardrail: %w", err)
+	}
+	so, err := onnxrt.SessionOptions()
+	if err != nil {
+		return nil, fmt.Errorf("guardrail: %w", err)
+	}
+	defer so.Destroy()
+	session, err := ort.NewDynamicAdvancedSession(filepath.Join(dir, ModelFile),
+		[]string{InputTermIDs, InputTermCounts}, []string{OutputProbs}, so)
+	if err != nil {
+		return nil, fmt.Errorf("guardrail: load %s: %w", filepath.Join(dir, ModelFile), err)
+	}
+	c := &Classifier{
+		name:      opts.Name,
+		cfg:       cfg,
+		dir:       dir,
+		vec:       vec,
+		session:   session,
+		threshold: cfg.Threshold,
+		modelOnly: opts.ModelOnly,
+	}
+	if c.name == "" {
+		c.name = "injection"
+	}
+	if opts.Threshold > 0 {
+		c.threshold = opts.Threshold
+	}
+	if c.threshold <= 0 {
+		c.threshold = 0.5
+	}
+	maxBatch := opts.MaxBatch
+	if maxBatch <= 0 {
+		maxBatch = 64
+	}
+	wait := opts.MaxWait
+	if wait == 0 {
+		wait = time.Millisecond
+	}
+	c.batcher = batch.New(c.run, maxBatch, wait)
+	return c, nil
+}
+
+// Name is the classifier's configured name.
+func (c *Classifier) Name() string { return c.name }
+
+// Labels returns ["SAFE", "INJECTION"] (from config.json).
+func (c *Classifier) Labels() []string { return append([]string(nil), c.cfg.Labels...) }
+
+// Threshold is the P(INJECTION) at or above which Result.Injection is set.
+func (c *Classifier) Threshold() float32 { return c.threshold }
+
+// Config returns the model's config.json.
+func (c *Classifier) Config() Config { return c.cfg }
+
+// Classify returns [P(SAFE), P(INJECTION)] per text, where P(INJECTION) is
+// Result.Score.
+func (c *Classifier) Classify(ctx context.Context, texts []string) ([][]float32, error) {
+	res, err := c.Explain(ctx, texts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]float32, len(res))
+	for i, r := range res {
+		out[i] = []float32{1 - r.Score, r.Score}
+	}
+	return out, nil
+}
+
+// Explain scores texts like Classify and says why: the model and rule
+// scores and the rules that fired. The rules cost a few microseconds per
+// text on top of the model.
+func (c *Classifier) Explain(ctx context.Context, texts []string) ([]Result, error) {
+	res := make([]Result, len(texts))
+	rows := make([]termRow, len(texts))
+	for i, t := range texts {
+		if !c.modelOnly {
+			rr := ScoreRules(t)
+			res[i].Rules, res[i].Hits = rr.Score, rr.Hits
+			if len(rr.Decoded) > 0 {
+				// Hidden text is scored as if it were visible.
+				t = t + "\n" + strings.Join(rr.Decoded, "\n")
+			}
+		}
+		rows[i].ids, rows[i].counts = c.vec.Terms(t)
+	}
+	scores, err := c.batcher.Do(ctx, rows)
+	if err != nil {
+		return nil, fmt.Errorf("guardrail: classify: %w", err)
+	}
+	for i := range res {
+		r := &res[i]
+		r.Model = scores[i]
+		r.Score, r.By = r.Model, "model"
+		if r.Rules > r.Model {
+			r.Score, r.By = r.Rules, "rules"
+		}
+		r.Injection = r.Score >= c.threshold
+	}
+	return res, nil
+}
+
+// ModelScores returns the model's P(INJECTION) for each text as given, with
+// no rules or decoding: the converted llm_guardrail model alone.
+func (c *Classifier) ModelScores(ctx context.Context, texts []string) ([]float32, error) {
+	rows := make([]termRow, len(texts))
+	for i, t := range texts {
+		rows[i].ids, rows[i].counts = c.vec.Terms(t)
+	}
+	scores, err := c.batcher.Do(ctx, rows)
+	if err != nil {
+		return nil, fmt.Errorf("guardrail: classify: %w", err)
+	}
+	return scores, nil
+}
+
+// run scores one batch: rows are padded to the longest with (id 0, count
+// 0), which the graph treats as absent, and at least one column so the
+// tensors are never empty.
+func (c *Classifier) run(_ context.Context, rows []termRow) ([]float32, error) {
+	width := 1
+	for _, r := range rows {
+		width = max(width, len(r.ids))
+	}
+	n := len(rows)
+	ids := make([]int64, n*width)
+	counts := make([]float32, n*width)
+	for i, r := range rows {
+		copy(ids[i*width:], r.ids)
+		copy(counts[i*width:], r.counts)
+	}
+	shape := ort.NewShape(int64(n), int64(width))
+	idT, err := ort.NewTensor(shape, ids)
+	if err != nil {
+		return nil, fmt.Errorf("ids tensor: %w", err)
+	}
+	defer idT.Destroy()
+	cntT, err := ort.NewTensor(shape, counts)
+	if err != nil {
+		return nil, fmt.Errorf("counts tensor: %w", err)
+	}
+	defer cntT.Destroy()
+	outT, err := ort.NewEmptyTensor[float32](ort.NewShape(int64(n), 2))
+	if err != nil {
+		return nil, fmt.Errorf("output tensor: %w", err)
+	}
+	defer outT.Destroy()
+	if err := c.session.Run([]ort.Value{idT, cntT}, []ort.Value{outT}); err != nil {
+		return nil, fmt.Errorf("run %s: %w", c.dir, err)
+	}
+	probs := outT.GetData()
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = probs[2*i+1]
+	}
+	return out, nil
+}
+
+// Close stops the batcher and releases the onnxruntime session. Calls after
+// the first return the first call's result.
+func (c *Classifier) Close() error {
+	c.closeOnce.Do(func() {
+		c.batcher.Close()
+		if err := c.session.Destroy(); err != nil {
+			c.closeErr = fmt.Errorf("guardrail: close session: %w", err)
+		}
+	})
+	return c.closeErr
+}

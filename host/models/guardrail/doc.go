@@ -1,0 +1,20 @@
+// Package guardrail is the host's offline prompt-injection classifier: the
+// TF-IDF + logistic-regression model published in the npm package
+// llm_guardrail (v2.1.2, ISC), converted to ONNX and run by onnxruntime,
+// combined with a table of documented heuristic rules.
+//
+//   - Build converts the package's model/prompt_injection_model.json (as
+//     extracted by scripts/fetch-deps.sh) into model.onnx, vocab.tsv and
+//     config.json. The graph takes sparse term counts and does the model's
+//     arithmetic; tokenisation (Vectorizer) is native Go and reproduces the
+//     package's tfidf.js exactly. Tests prove the conversion against a Go
+//     transcription of tfidf.js and logistic_regression.js.
+//   - ScoreRules runs the rule table (Rules) over a text and over decodings
+//     that can hide instructions (Unicode tag characters, base64, ROT13,
+//     leetspeak).
+//   - Load returns a Classifier (a models.Classifier) whose P(INJECTION) is
+//     max(model, rules); Explain says which rules fired.
+//
+// README.md has the measured precision and recall on the labelled sets in
+// host/models/testdata/injection and what they do and do not show.
+package guardrail

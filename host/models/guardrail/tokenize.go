@@ -1,0 +1,132 @@
+package guardrail
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Vectorizer turns text into the sparse term counts the TF-IDF graph takes:
+// the vocabulary ids of the n-grams the text contains and how often each
+// occurs. It reproduces llm_guardrail's tfidf.js (the package's own scorer),
+// not scikit-learn's CountVectorizer the weights were trained with:
+//
+//   - lowercase as JavaScript's String.prototype.toLowerCase does;
+//   - tokens are the matches of /\b\w\w+\b/g. JavaScript's \w and \b (no u
+//     flag) are ASCII-only, exactly like Go's regexp, so a token is a maximal
+//     run of at least two [a-z0-9_] characters and every other character
+//     (accented letters, CJK, emoji) separates tokens. scikit-learn's Python
+//     regex is Unicode-aware, which is why 3 of the 20000 injection-model
+//     n-grams ("für", "façade", "möchte") can never match, in JS or here;
+//   - n-grams for n in ngram_range, tokens joined by one space, counted.
+//
+// Only two non-ASCII code points lowercase into ASCII word characters, and
+// both are handled as JS does: U+212A KELVIN SIGN becomes "k", and U+0130
+// (capital I with dot) becomes "i" followed by U+0307, a non-word character,
+// so it ends the token. Invalid UTF-8 bytes separate tokens (JS would see
+// U+FFFD after decoding).
+//
+// A Vectorizer is immutable after construction and safe for concurrent use.
+type Vectorizer struct {
+	vocab      map[string]int32
+	minN, maxN int
+}
+
+// NewVectorizer returns a Vectorizer over vocab (n-gram → feature id) for
+// n-grams of minN..maxN tokens.
+func NewVectorizer(vocab map[string]int32, minN, maxN int) (*Vectorizer, error) {
+	if minN < 1 || maxN < minN {
+		return nil, fmt.Errorf("guardrail: bad ngram_range [%d, %d]", minN, maxN)
+	}
+	return &Vectorizer{vocab: vocab, minN: minN, maxN: maxN}, nil
+}
+
+// VocabSize is the number of n-grams the vocabulary holds.
+func (v *Vectorizer) VocabSize() int { return len(v.vocab) }
+
+// Tokenize returns the text's tokens, lowercased, in order.
+func (v *Vectorizer) Tokenize(text string) []string {
+	norm := projectASCII(text)
+	return strings.Fields(norm)
+}
+
+// Terms returns the vocabulary ids of the n-grams in text, ascending and
+// unique, with their occurrence counts. N-grams outside the vocabulary are
+// dropped, as tfidf.js drops them. Both slices are empty when nothing in the
+// text is in the vocabulary.
+func (v *Vectorizer) Terms(text string) (ids []int64, counts []float32) {
+	toks := v.Tokenize(text)
+	counted := make(map[int32]float32, 2*len(toks))
+	var buf []byte
+	for n := v.minN; n <= v.maxN; n++ {
+		for i := 0; i+n <= len(toks); i++ {
+			buf = buf[:0]
+			for j := i; j < i+n; j++ {
+				if j > i {
+					buf = append(buf, ' ')
+				}
+				buf = append(buf, toks[j]...)
+			}
+			// The map index with string(buf) does not allocate.
+			if id, ok := v.vocab[string(buf)]; ok {
+				counted[id]++
+			}
+		}
+	}
+	ids = make([]int64, 0, len(counted))
+	for id := range counted {
+		ids = append(ids, int64(id))
+	}
+	slices.Sort(ids)
+	counts = make([]float32, len(ids))
+	for i, id := range ids {
+		counts[i] = counted[int32(id)]
+	}
+	return ids, counts
+}
+
+// projectASCII lowercases text the way JavaScript does and replaces every
+// character that is not an ASCII word character after lowercasing with a
+// space, dropping single-character runs, so the tokens are its fields.
+func projectASCII(text string) string {
+	out := make([]byte, 0, len(text)+1)
+	runStart := 0 // index in out where the current run of word bytes began
+	endRun := func() {
+		if len(out)-runStart == 1 { // \w\w+ needs two characters
+			out = out[:runStart]
+		}
+		if len(out) > 0 && out[len(out)-1] != ' ' {
+			out = append(out, ' ')
+		}
+		runStart = len(out)
+	}
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c < utf8.RuneSelf {
+			i++
+			switch {
+			case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '_':
+				out = append(out, c)
+			case 'A' <= c && c <= 'Z':
+				out = append(out, c+('a'-'A'))
+			default:
+				endRun()
+			}
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(text[i:])
+		i += size
+		switch r {
+		case '\u212A': // KELVIN SIGN lowercases to ASCII k in JS and Go alike.
+			out = append(out, 'k')
+		case '\u0130': // JS: "İ".toLowerCase() === "i\u0307"; U+0307 is not \w.
+			out = append(out, 'i')
+			endRun()
+		default:
+			endRun()
+		}
+	}
+	endRun()
+	return string(out)
+}
