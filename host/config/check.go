@@ -59,7 +59,7 @@ var (
 	}
 	commonKeys   = []string{"name", "plugin", "timeout", "memory", "pool", "trusted", "enabled", "config"}
 	layerKeys    = append([]string{"phases", "on_error"}, commonKeys...)
-	providerKeys = append([]string{"base_url", "credential", "models", "failover"}, commonKeys...)
+	providerKeys = append(append([]string{"base_url", "credential", "models", "failover"}, providerRoutingKeys...), commonKeys...)
 	topKeys      = []string{"server", "layer", "provider", "models", "model"}
 )
 
@@ -402,6 +402,7 @@ func (c *checker) provider(p string, t map[string]any, pluginDir string) Provide
 		}
 		pr.Models = append(pr.Models, m)
 	})
+	c.providerRouting(p, t, &pr)
 	return pr
 }
 

@@ -27,6 +27,9 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/bardoinference/bardo/host/catalog"
+	"github.com/bardoinference/bardo/sdk/routing"
 )
 
 // Phase is a bit set of the pipeline phases a layer takes part in. The bit
@@ -156,6 +159,11 @@ type Provider struct {
 	// provider failed (default true). The simulator sets it false: a real
 	// provider's outage must not turn into simulated answers.
 	Failover bool
+	// Routing (routing.go): traits, the static catalog, and the subsystems
+	// a restricted provider serves (empty: all).
+	Traits     routing.Traits
+	Catalog    []catalog.Model
+	Subsystems []string
 }
 
 // Serves reports whether the provider accepts requests for model: true when

@@ -23,6 +23,7 @@ import (
 
 	"github.com/bardoinference/bardo/host/config"
 	"github.com/bardoinference/bardo/host/sandbox"
+	"github.com/bardoinference/bardo/sdk/routing"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -35,7 +36,17 @@ type Deps struct {
 	// Services are the local models, vector index and internal completions
 	// (ABI v1.2); each unset one answers its host functions with an error.
 	Services sandbox.Services
-	Getenv   func(string) string // credential lookup; nil means os.Getenv
+	// Models loads the [[model]] entries before the plugins that use them
+	// (host/models/registry); nil when the host runs no local models, and
+	// then a file declaring some is refused.
+	Models ModelLoader
+	Getenv func(string) string // credential lookup; nil means os.Getenv
+}
+
+// ModelLoader makes the host's local models match a pipeline's [[model]]
+// entries.
+type ModelLoader interface {
+	Sync(opts config.Models, specs []config.Model) error
 }
 
 // Layer is a loaded [[layer]].
@@ -65,6 +76,8 @@ type Pipeline struct {
 	response []*Layer // layers in the response phase, in reverse order
 	stream   []*Layer // layers in the stream phase, in reverse order
 
+	descriptions []routing.ProviderDescription // enabled providers, for intent routing
+
 	log     *slog.Logger
 	active  atomic.Int64
 	retired atomic.Bool
@@ -83,6 +96,14 @@ func Build(ctx context.Context, cfg *config.Config, deps Deps) (*Pipeline, error
 		getenv = os.Getenv
 	}
 	p := &Pipeline{Config: cfg, log: deps.Log, done: make(chan struct{})}
+	switch {
+	case deps.Models != nil:
+		if err := deps.Models.Sync(cfg.Models, cfg.ModelSpecs); err != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.Path, err)
+		}
+	case len(cfg.ModelSpecs) > 0:
+		return nil, fmt.Errorf("%s:%d: [[model]] entries need a host with local models", cfg.Path, cfg.ModelSpecs[0].Line)
+	}
 
 	type job struct {
 		spec *config.PluginSpec
@@ -198,6 +219,7 @@ func (p *Pipeline) link() error {
 		if d := pr.Plugin.Descriptor(); d.Kind != "provider" {
 			errs = append(errs, fmt.Errorf("%s:%d: provider %s: %s is a %s plugin", p.Config.Path, pr.Spec.Line, pr.Spec.Name, pr.Spec.Plugin, d.Kind))
 		}
+		p.descriptions = append(p.descriptions, pr.Spec.Description())
 	}
 	return errors.Join(errs...)
 }

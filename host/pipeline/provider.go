@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/routing"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -154,4 +155,18 @@ func (p *Pipeline) DecodeStream(ctx context.Context, x *Exchange, pr *Provider, 
 		return nil, nil, p.providerError(pr, "decode_stream", err)
 	}
 	return res.Events, res.State, res.Error
+}
+
+// Descriptions are what the intent resolver knows about the enabled
+// providers, in pipeline.toml order (sdk/routing).
+func (p *Pipeline) Descriptions() []routing.ProviderDescription { return p.descriptions }
+
+// Provider returns the enabled provider named name, or nil.
+func (p *Pipeline) Provider(name string) *Provider {
+	for _, pr := range p.Providers {
+		if pr.Enabled && pr.Spec.Name == name {
+			return pr
+		}
+	}
+	return nil
 }

@@ -139,6 +139,7 @@ func serve(ctx context.Context, m api.Module, stack []uint64, fn serviceFunc) {
 	}
 	d := wire.NewDecoder(input)
 	var e wire.Encoder
+	e.Reset() // the reply starts with the format-version byte the guest checks
 	reply := []byte{svcOK}
 	if err := fn(ctx, cs, d, &e); err != nil {
 		reply = append([]byte{svcErr}, err.Error()...)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/bardoinference/bardo/host/health"
 	"github.com/bardoinference/bardo/host/sandbox"
 )
 
@@ -22,6 +23,16 @@ type Admin struct {
 	Token string
 	// KV is the store behind the plugins' kv host functions.
 	KV KVFlusher
+	// Vectors is the index behind the vector_* host functions; a flush
+	// empties the layer's partitions there too (nil: nothing to flush).
+	Vectors VectorFlusher
+	// Health reports each provider's circuit state at GET /admin/health.
+	Health *health.Tracker
+}
+
+// VectorFlusher deletes vector index partitions by name prefix.
+type VectorFlusher interface {
+	FlushPrefix(prefix string) int
 }
 
 type flushRequest struct {
@@ -95,6 +106,9 @@ func (sv *Server) cacheFlush(ctx *fasthttp.RequestCtx) {
 		req.Tenant = ""
 	}
 	n := sv.Admin.KV.DeletePrefix(prefix)
+	if sv.Admin.Vectors != nil {
+		n += sv.Admin.Vectors.FlushPrefix(prefix)
+	}
 	sv.Metrics.Add("bardo_cache_flushes_total", 1, "layer", req.Layer, "scope", req.Scope)
 	sv.Metrics.Add("bardo_cache_invalidations_total", float64(n), "layer", req.Layer)
 	sv.Log.Info("cache flushed", "layer", req.Layer, "scope", req.Scope, "tenant", req.Tenant, "deleted", n)
@@ -146,6 +160,25 @@ func (sv *Server) regime(ctx *fasthttp.RequestCtx) {
 		ctx.Response.Header.Set("Allow", "GET, POST")
 		adminFail(ctx, 405, "use GET or POST on /admin/regime")
 	}
+}
+
+// healthReport answers GET /admin/health: every provider's circuit state,
+// window counts and latency percentiles (host/health.Snapshot).
+func (sv *Server) healthReport(ctx *fasthttp.RequestCtx) {
+	if !sv.adminAuthorized(ctx) {
+		adminFail(ctx, 401, "admin endpoints need Authorization: Bearer <admin token>")
+		return
+	}
+	if !ctx.IsGet() {
+		ctx.Response.Header.Set("Allow", "GET")
+		adminFail(ctx, 405, "use GET on /admin/health")
+		return
+	}
+	if sv.Admin.Health == nil {
+		adminReply(ctx, 200, map[string]any{"providers": []any{}})
+		return
+	}
+	adminReply(ctx, 200, map[string]any{"providers": sv.Admin.Health.Snapshot()})
 }
 
 func validName(s string) bool {

@@ -121,6 +121,11 @@ func (sv *Server) handle(ctx *fasthttp.RequestCtx) {
 			sv.regime(ctx)
 			return
 		}
+	case "/admin/health":
+		if sv.Admin != nil && sv.Admin.Token != "" {
+			sv.healthReport(ctx)
+			return
+		}
 	}
 	if sv.Gateway.Handle(ctx) {
 		return
@@ -133,7 +138,7 @@ func (sv *Server) handle(ctx *fasthttp.RequestCtx) {
 func routeLabel(ctx *fasthttp.RequestCtx) string {
 	switch p := string(ctx.Path()); p {
 	case "/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens", "/v1/completions", "/v1/models", "/healthz", "/metrics",
-		"/admin/cache/flush", "/admin/regime":
+		"/admin/cache/flush", "/admin/regime", "/admin/health":
 		return p
 	}
 	return "other"

@@ -50,6 +50,7 @@ func callService(name string, req []byte) (*wire.Decoder, error) {
 // vectors is their cosine similarity.
 func Embed(model string, texts []string) ([][]float32, error) {
 	var e wire.Encoder
+	e.Reset() // the format-version byte the host checks
 	e.String(model)
 	e.Strings(texts)
 	d, err := callService(svcEmbed, e.Bytes())
@@ -72,6 +73,7 @@ func Embed(model string, texts []string) ([][]float32, error) {
 // one probability per label, aligned with the returned labels.
 func Classify(model string, texts []string) (labels []string, scores [][]float32, err error) {
 	var e wire.Encoder
+	e.Reset() // the format-version byte the host checks
 	e.String(model)
 	e.Strings(texts)
 	d, err := callService(svcClassify, e.Bytes())
@@ -121,6 +123,7 @@ const (
 // used entries.
 func VectorInsert(scope VectorScope, id string, vec []float32, ttl time.Duration, tags []string, payload []byte) error {
 	var e wire.Encoder
+	e.Reset() // the format-version byte the host checks
 	e.Uint(uint64(scope))
 	e.String(id)
 	e.Raw(encodeFloats(vec))
@@ -135,6 +138,7 @@ func VectorInsert(scope VectorScope, id string, vec []float32, ttl time.Duration
 // least minScore, best first. Expired entries are never returned.
 func VectorSearch(scope VectorScope, vec []float32, k int, minScore float32) ([]VectorMatch, error) {
 	var e wire.Encoder
+	e.Reset() // the format-version byte the host checks
 	e.Uint(uint64(scope))
 	e.Raw(encodeFloats(vec))
 	e.Uint(uint64(k))
@@ -166,6 +170,7 @@ func VectorSearch(scope VectorScope, vec []float32, k int, minScore float32) ([]
 // tag (if not empty) from the partition; it returns how many went.
 func VectorDelete(scope VectorScope, id, tag string) (int, error) {
 	var e wire.Encoder
+	e.Reset() // the format-version byte the host checks
 	e.Uint(uint64(scope))
 	e.String(id)
 	e.String(tag)
@@ -205,6 +210,7 @@ type CompletionResult struct {
 // Complete runs c through the gateway and returns the answer's text.
 func Complete(c Completion) (CompletionResult, error) {
 	var e wire.Encoder
+	e.Reset() // the format-version byte the host checks
 	e.String(c.Subsystem)
 	e.String(c.Model)
 	e.String(c.System)

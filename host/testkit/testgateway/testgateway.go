@@ -13,13 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bardoinference/bardo/host/gateway"
+	"github.com/bardoinference/bardo/host/daemon"
 	"github.com/bardoinference/bardo/host/kvstore"
 	"github.com/bardoinference/bardo/host/pipeline"
 	"github.com/bardoinference/bardo/host/server"
 	"github.com/bardoinference/bardo/host/telemetry"
 	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
-	"github.com/bardoinference/bardo/host/upstream"
 )
 
 // Plugins maps the file names pipeline configs use to plugin packages.
@@ -41,6 +40,7 @@ var Plugins = map[string]string{
 type Gateway struct {
 	URL      string // http://127.0.0.1:port
 	Dir      string // holds pipeline.toml and plugins/
+	Daemon   *daemon.Daemon
 	Manager  *pipeline.Manager
 	Metrics  *telemetry.Registry
 	Server   *server.Server
@@ -68,7 +68,7 @@ func Start(tb testing.TB, pipelineTOML string, opts Options) *Gateway {
 	if err := os.MkdirAll(filepath.Join(dir, "plugins"), 0o755); err != nil {
 		tb.Fatal(err)
 	}
-	g := &Gateway{Dir: dir, Metrics: telemetry.New(), KV: kvstore.NewMemory(16 << 20), LogLines: &syncBuffer{}}
+	g := &Gateway{Dir: dir, LogLines: &syncBuffer{}}
 	g.link(tb, pipelineTOML)
 	cfgPath := filepath.Join(dir, "pipeline.toml")
 	// The wazero compilation cache is shared by every test gateway of the
@@ -89,18 +89,15 @@ func Start(tb testing.TB, pipelineTOML string, opts Options) *Gateway {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	g.Manager, err = pipeline.NewManager(context.Background(), cfgPath, pipeline.Deps{
-		Log: log, Cache: cc, KV: g.KV, Metrics: g.Metrics, Getenv: getenv,
+	d, err := daemon.New(context.Background(), cfgPath, daemon.Options{
+		Log: log, Cache: cc, Getenv: getenv, KVBytes: 16 << 20, Upstream: 30 * time.Second,
+		Heartbeat: opts.Heartbeat, AdminToken: opts.AdminToken,
 	})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cfg := g.Manager.Peek().Config
-	gw := &gateway.Gateway{Pipelines: g.Manager, Upstream: upstream.New(30 * time.Second), Log: log,
-		Timeout: 30 * time.Second, Heartbeat: opts.Heartbeat}
-	g.Server = server.New(cfg.Server, gw, g.Metrics, log)
-	g.Server.Admin = &server.Admin{Token: opts.AdminToken, KV: g.KV}
-	if err := g.Server.Listen("127.0.0.1:0"); err != nil {
+	g.Daemon, g.Manager, g.Metrics, g.KV, g.Server = d, d.Manager, d.Metrics, d.KV, d.Server
+	if err := d.Listen("127.0.0.1:0"); err != nil {
 		tb.Fatal(err)
 	}
 	g.URL = "http://" + g.Server.Addr()
@@ -112,7 +109,7 @@ func Start(tb testing.TB, pipelineTOML string, opts Options) *Gateway {
 	tb.Cleanup(func() {
 		g.Server.Shutdown(5 * time.Second)
 		<-done
-		g.Manager.Close()
+		d.Close()
 	})
 	return g
 }

@@ -1,0 +1,82 @@
+package config
+
+import (
+	"errors"
+
+	"github.com/bardoinference/bardo/host/catalog"
+	"github.com/bardoinference/bardo/sdk/routing"
+)
+
+// Routing keys of a [[provider]]: what the intent resolver knows about it
+// (sdk/routing). A provider without [[provider.model]] entries still serves
+// explicit models by its `models` globs; intents need a catalog.
+var providerRoutingKeys = []string{"traits", "model", "subsystems"}
+
+func (c *checker) providerRouting(p string, t map[string]any, pr *Provider) {
+	if v, ok := t["traits"]; ok {
+		k := joinKey(p, "traits")
+		tt, ok := v.(map[string]any)
+		if !ok {
+			c.errf(k, "must be a table, got %s", tomlType(v))
+		} else {
+			c.unknownKeys(tt, k, []string{"private", "self_funding", "context_engineering", "payment"})
+			if b, ok := c.boolean(tt, k, "private"); ok {
+				pr.Traits.Private = b
+			}
+			if b, ok := c.boolean(tt, k, "self_funding"); ok {
+				pr.Traits.SelfFunding = b
+			}
+			if b, ok := c.boolean(tt, k, "context_engineering"); ok {
+				pr.Traits.ContextEngineering = b
+			}
+			if s, ok := c.str(tt, k, "payment"); ok {
+				if err := pr.Traits.Payment.UnmarshalText([]byte(s)); err != nil {
+					c.errf(joinKey(k, "payment"), `unknown payment mode %q: want "x402", "prepaid", "api_key", "diem" or "wallet"`, s)
+				}
+			}
+		}
+	}
+	c.strings(t, p, "subsystems", func(k string, _ int, s string) {
+		if routing.LookupSubsystem(s) == nil {
+			c.errf(k, "unknown subsystem %q", s)
+			return
+		}
+		pr.Subsystems = append(pr.Subsystems, s)
+	})
+	tables := c.entries(t, "model")
+	if len(tables) == 0 {
+		return
+	}
+	for i := range tables {
+		if tables[i] == nil {
+			tables[i] = map[string]any{}
+		}
+	}
+	models, err := catalog.FromTOML(pr.Name, tables)
+	var ve *catalog.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		for _, fe := range ve.Errors {
+			c.errf(joinKey(indexKey(joinKey(p, "model"), fe.Index), fe.Field), "%s", fe.Msg)
+		}
+	case err != nil:
+		c.errf(joinKey(p, "model"), "%v", err)
+	default:
+		pr.Catalog = models
+	}
+}
+
+// Description is what the intent resolver knows about the provider: its
+// traits, its catalog and the globs of explicit models it serves.
+func (p *Provider) Description() routing.ProviderDescription {
+	d := routing.ProviderDescription{
+		ID:            p.Name,
+		Traits:        p.Traits,
+		ModelPatterns: p.Models,
+		Policy:        routing.Policy{Subsystems: p.Subsystems},
+	}
+	for i := range p.Catalog {
+		d.Models = append(d.Models, p.Catalog[i].Info())
+	}
+	return d
+}

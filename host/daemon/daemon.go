@@ -1,0 +1,147 @@
+// Package daemon assembles a running gateway from a pipeline.toml: the
+// plugins' key/value store, metrics, the compilation cache, the local models
+// and the vector index, the pipeline manager, the gateway and its HTTP
+// server. The bardo binary and the test gateway both start through it, so
+// what tests run is what operators run.
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+
+	"github.com/bardoinference/bardo/host/gateway"
+	"github.com/bardoinference/bardo/host/health"
+	"github.com/bardoinference/bardo/host/kvstore"
+	"github.com/bardoinference/bardo/host/models/registry"
+	"github.com/bardoinference/bardo/host/pipeline"
+	"github.com/bardoinference/bardo/host/sandbox"
+	"github.com/bardoinference/bardo/host/server"
+	"github.com/bardoinference/bardo/host/telemetry"
+	"github.com/bardoinference/bardo/host/upstream"
+	"github.com/bardoinference/bardo/host/vectorindex"
+)
+
+// Options tune New. The zero value serves pipeline.toml as the binary does.
+type Options struct {
+	Log      *slog.Logger
+	Cache    wazero.CompilationCache // nil: the [server] cache_dir's, or none
+	Getenv   func(string) string     // credential lookup; nil: os.Getenv
+	KVBytes  int64                   // the in-memory kv store's size; 0: 64 MiB
+	Upstream time.Duration           // upstream timeout; 0: [server] upstream_timeout
+	// Heartbeat is the stream heartbeat interval (0: the gateway's default).
+	Heartbeat time.Duration
+	// AdminToken enables /admin/* ("" leaves them off).
+	AdminToken string
+}
+
+// Daemon is an assembled gateway, not yet listening.
+type Daemon struct {
+	Log      *slog.Logger
+	Metrics  *telemetry.Registry
+	KV       *kvstore.Memory
+	Models   *registry.Registry
+	Health   *health.Tracker
+	Vectors  *vectorindex.Spaces
+	Manager  *pipeline.Manager
+	Gateway  *gateway.Gateway
+	Server   *server.Server
+	began    time.Time
+	closeAll []func()
+}
+
+// New loads path and builds everything (see the package doc). On an error
+// whatever was built is closed.
+func New(ctx context.Context, path string, opts Options) (_ *Daemon, err error) {
+	d := &Daemon{Log: opts.Log, Metrics: telemetry.New(), began: time.Now()}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	defer func() {
+		if err != nil {
+			d.Close()
+		}
+	}()
+	kvBytes := opts.KVBytes
+	if kvBytes <= 0 {
+		kvBytes = 64 << 20
+	}
+	d.KV = kvstore.NewMemory(kvBytes)
+	d.Models = registry.New(d.Log)
+	d.closeAll = append(d.closeAll, d.Models.Close)
+
+	// The gateway serves the plugins' internal completions, so it exists
+	// before the pipeline; it gets the pipeline once that is built.
+	d.Health, err = health.New(health.Config{OnChange: func(e health.Event) {
+		d.Log.Warn("provider health changed", "provider", e.Backend, "from", e.From.String(), "to", e.To.String(), "reason", e.Reason)
+		d.Metrics.Add("bardo_provider_health_changes_total", 1, "provider", e.Backend, "to", e.To.String())
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	d.Gateway = &gateway.Gateway{Log: d.Log, Heartbeat: opts.Heartbeat, Health: d.Health}
+	d.Vectors = vectorindex.NewSpaces(vectorindex.SpacesConfig{})
+	d.closeAll = append(d.closeAll, d.Vectors.Close)
+
+	d.Manager, err = pipeline.NewManager(ctx, path, pipeline.Deps{
+		Log:     d.Log,
+		Cache:   opts.Cache,
+		KV:      d.KV,
+		Metrics: d.Metrics,
+		Models:  d.Models,
+		Services: sandbox.Services{
+			Models:    d.Models,
+			Vectors:   d.Vectors,
+			Completer: d.Gateway,
+		},
+		Getenv: opts.Getenv,
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.closeAll = append(d.closeAll, d.Manager.Close)
+	cfg := d.Manager.Peek().Config
+	d.Vectors.SetMaxEntries(cfg.Models.IndexMaxEntries)
+
+	timeout := opts.Upstream
+	if timeout <= 0 {
+		timeout = cfg.Server.UpstreamTimeout
+	}
+	d.Gateway.Pipelines = d.Manager
+	d.Gateway.Upstream = upstream.New(timeout)
+	d.Gateway.Timeout = timeout
+	d.Server = server.New(cfg.Server, d.Gateway, d.Metrics, d.Log)
+	d.Server.Admin = &server.Admin{Token: opts.AdminToken, KV: d.KV, Vectors: d.Vectors, Health: d.Health}
+	return d, nil
+}
+
+// Listen binds addr, or the [server] listen address when addr is "".
+func (d *Daemon) Listen(addr string) error {
+	if addr == "" {
+		addr = d.Manager.Peek().Config.Server.Listen
+	}
+	if err := d.Server.Listen(addr); err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	return nil
+}
+
+// Serve serves until Shutdown; it logs the address and the startup time.
+func (d *Daemon) Serve() error {
+	d.Log.Info("bardo listening", "addr", "http://"+d.Server.Addr(), "startup", time.Since(d.began).Round(time.Millisecond))
+	return d.Server.Serve()
+}
+
+// Shutdown stops the server, waiting up to timeout for open requests.
+func (d *Daemon) Shutdown(timeout time.Duration) error { return d.Server.Shutdown(timeout) }
+
+// Close releases the pipeline, the models and the index (after Shutdown).
+func (d *Daemon) Close() {
+	for i := len(d.closeAll) - 1; i >= 0; i-- {
+		d.closeAll[i]()
+	}
+	d.closeAll = nil
+}

@@ -1,0 +1,207 @@
+package vectorindex
+
+import (
+	"fmt"
+	"math/rand"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+)
+
+// Benchmarks at 100k entries per tenant. Each index is built once per
+// process (outside the timer) and shared by the benchmarks of its
+// dimension; run e.g.
+//
+//	go test ./host/vectorindex -run '^$' -bench . -benchtime 2000x
+//
+// Build time, heap in use and bytes per entry are reported as metrics of
+// the search benchmarks.
+
+const benchEntries = 100_000
+
+type benchIndex struct {
+	ix        *Index
+	bases     [][]float32   // a sample of stored vectors to derive queries from
+	build     time.Duration // wall clock
+	buildCPU  time.Duration // process CPU time, background build included
+	heapBytes uint64
+}
+
+var benchIndexes = map[int]*benchIndex{}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
+}
+
+// getBenchIndex builds (once) a tenant of 100k random unit vectors through
+// the public API with default parameters: exact scan up to 2048 entries,
+// then a background graph build that catches up with the inserts.
+func getBenchIndex(b *testing.B, dim int) *benchIndex {
+	if bi := benchIndexes[dim]; bi != nil {
+		return bi
+	}
+	before := heapInUse()
+	ix, err := New(Config{Dim: dim, MaxEntriesPerTenant: benchEntries, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewSource(int64(dim)))
+	bi := &benchIndex{ix: ix}
+	start, startCPU := time.Now(), processCPU()
+	for i := range benchEntries {
+		v := randUnit(r, dim)
+		if i%100 == 0 {
+			bi.bases = append(bi.bases, v)
+		}
+		if err := ix.Insert("t", fmt.Sprint("e", i), v, 24*time.Hour, nil, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ix.wg.Wait()
+	bi.build, bi.buildCPU = time.Since(start), processCPU()-startCPU
+	bi.heapBytes = heapInUse() - before
+	if s := ix.Stats(); s.GraphNodes != benchEntries || s.Entries != benchEntries {
+		b.Fatalf("unexpected state after build: %+v", s)
+	}
+	b.Logf("dim %d: built %d entries in %v wall, %v CPU; heap in use %.1f MB (%d B/entry)",
+		dim, benchEntries, bi.build.Round(time.Millisecond), bi.buildCPU.Round(time.Millisecond),
+		float64(bi.heapBytes)/1e6, bi.heapBytes/benchEntries)
+	benchIndexes[dim] = bi
+	return bi
+}
+
+func percentile(d []time.Duration, p float64) float64 {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return float64(s[int(p*float64(len(s)-1))].Nanoseconds()) / 1e3
+}
+
+// BenchmarkSearch100k measures k=1 lookups at minScore 0.92 (the spec's
+// default threshold) against a 100k-entry tenant: "near" queries lie at
+// cosine 0.95 to a stored entry (a cache hit; hit-rate is then the graph's
+// recall), "random" queries are uniformly random (a miss, the graph's worst
+// case). It runs the default beam width and ef=64.
+func BenchmarkSearch100k(b *testing.B) {
+	for _, dim := range []int{100, 384} {
+		for _, kind := range []string{"near", "random"} {
+			for _, ef := range []int{64, DefaultEfSearch} {
+				b.Run(fmt.Sprintf("dim=%d/%s/ef=%d", dim, kind, ef), func(b *testing.B) {
+					bi := getBenchIndex(b, dim)
+					bi.ix.efSearch = ef
+					defer func() { bi.ix.efSearch = DefaultEfSearch }()
+					r := rand.New(rand.NewSource(99))
+					queries := make([][]float32, 1000)
+					for i := range queries {
+						if kind == "near" {
+							queries[i] = nearby(r, bi.bases[r.Intn(len(bi.bases))], 0.95)
+						} else {
+							queries[i] = randUnit(r, dim)
+						}
+					}
+					hits := 0
+					lat := measure(b, func(i int) {
+						m, err := bi.ix.Search("t", queries[i%len(queries)], 1, 0.92)
+						if err != nil {
+							b.Fatal(err)
+						}
+						hits += len(m)
+					})
+					lat.report(b)
+					b.ReportMetric(float64(hits)/float64(len(lat.wall)), "hit-rate")
+					b.ReportMetric(bi.build.Seconds(), "build-s")
+					b.ReportMetric(bi.buildCPU.Seconds(), "build-cpu-s")
+					b.ReportMetric(float64(bi.heapBytes)/1e6, "heap-MB")
+					b.ReportMetric(float64(bi.heapBytes)/benchEntries, "B/entry")
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkInsertFull100k inserts new entries into the full 100k tenant, so
+// every insert also evicts the LRU entry and leaves a tombstone. It runs
+// after the search benchmarks because it changes the shared index. The
+// background rebuild (after 25k inserts) is not included; its cost is the
+// build time above.
+func BenchmarkInsertFull100k(b *testing.B) {
+	for _, dim := range []int{100, 384} {
+		b.Run(fmt.Sprintf("dim=%d", dim), func(b *testing.B) {
+			bi := getBenchIndex(b, dim)
+			r := rand.New(rand.NewSource(5))
+			vecs := make([][]float32, 1000)
+			for i := range vecs {
+				vecs[i] = randUnit(r, dim)
+			}
+			lat := measure(b, func(i int) {
+				if err := bi.ix.Insert("t", fmt.Sprint("new", i), vecs[i%len(vecs)], time.Hour, nil, nil); err != nil {
+					b.Fatal(err)
+				}
+			})
+			lat.report(b)
+		})
+	}
+}
+
+// BenchmarkSmallTenant compares the exact scan with the graph around the
+// default ExactBelow boundary (2048 entries) at dim 384 with random queries,
+// which is how that default was chosen.
+func BenchmarkSmallTenant(b *testing.B) {
+	const dim = 384
+	for _, n := range []int{1024, 2048, 4096} {
+		for _, mode := range []string{"exact", "graph"} {
+			b.Run(fmt.Sprintf("n=%d/%s", n, mode), func(b *testing.B) {
+				exactBelow := n
+				if mode == "graph" {
+					exactBelow = -1
+				}
+				ix := newIndex(b, Config{Dim: dim, ExactBelow: exactBelow, Seed: 1}, true)
+				r := rand.New(rand.NewSource(1))
+				for i := range n {
+					if err := ix.Insert("t", fmt.Sprint(i), randUnit(r, dim), time.Hour, nil, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+				queries := make([][]float32, 256)
+				for i := range queries {
+					queries[i] = randUnit(r, dim)
+				}
+				lat := measure(b, func(i int) {
+					if _, err := ix.Search("t", queries[i%len(queries)], 1, 0.92); err != nil {
+						b.Fatal(err)
+					}
+				})
+				lat.report(b)
+			})
+		}
+	}
+}
+
+// latencies holds per-operation wall-clock and thread CPU times.
+type latencies struct{ wall, cpu []time.Duration }
+
+// measure runs op in a b.Loop, timing each call. The goroutine is pinned to
+// its OS thread so the thread's CPU time is the operation's own.
+func measure(b *testing.B, op func(i int)) latencies {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var l latencies
+	for i := 0; b.Loop(); i++ {
+		t0, c0 := time.Now(), threadCPU()
+		op(i)
+		l.cpu = append(l.cpu, threadCPU()-c0)
+		l.wall = append(l.wall, time.Since(t0))
+	}
+	return l
+}
+
+func (l latencies) report(b *testing.B) {
+	b.ReportMetric(percentile(l.wall, 0.5), "p50-µs")
+	b.ReportMetric(percentile(l.wall, 0.99), "p99-µs")
+	b.ReportMetric(percentile(l.cpu, 0.5), "cpu-p50-µs")
+	b.ReportMetric(percentile(l.cpu, 0.99), "cpu-p99-µs")
+}
