@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/bardoinference/bardo/host/pipeline"
 	"github.com/bardoinference/bardo/host/sandbox"
@@ -65,8 +66,16 @@ func (g *Gateway) Complete(ctx context.Context, tenant string, c sandbox.Complet
 	var last *wire.Error
 	for _, pr := range cands {
 		route := wire.Route{Provider: pr.Spec.Name, Model: req.Model, BaseURL: pr.Spec.BaseURL}
+		if !g.available(route.Provider) {
+			continue
+		}
 		for try := 0; try < 2; try++ {
+			if !g.allow(route.Provider) {
+				break
+			}
+			began := time.Now()
 			out := g.attempt(ctx, p, x, pr, route)
+			g.record(route.Provider, out, time.Since(began))
 			if out.resp != nil || out.local != nil {
 				resp, werr := g.completeResponse(ctx, p, pr, route, x, out)
 				if werr != nil {

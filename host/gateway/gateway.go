@@ -20,6 +20,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/bardoinference/bardo/host/health"
 	"github.com/bardoinference/bardo/host/pipeline"
 	"github.com/bardoinference/bardo/host/upstream"
 	"github.com/bardoinference/bardo/sdk/wire"
@@ -52,6 +53,10 @@ type Gateway struct {
 	// wait before retrying the same provider (default 2 s); longer waits
 	// fail over to the next provider instead.
 	MaxRetryAfter time.Duration
+	// Health tracks each provider's recent failures (host/health): a
+	// provider it has taken out is skipped, and every attempt is recorded.
+	// nil: every provider is always tried.
+	Health *health.Tracker
 
 	regime atomic.Value // string: the market regime (annotations.go)
 }
@@ -142,22 +147,38 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 		return
 	}
 
-	cands, werr := p.Candidates(x)
+	plan, werr := g.newPlanner(ctx, p, x)
 	if werr != nil {
 		g.finishError(ctx, x, werr)
 		return
 	}
-	cands = preferred(cands, x.Meta.Annotations)
 	var (
 		tried   []string // "provider:status" of failed attempts, for X-Bardo-Fallback
 		lastErr *wire.Error
 	)
-	for _, pr := range cands {
-		route := wire.Route{Provider: pr.Spec.Name, Model: x.Req.Model, BaseURL: pr.Spec.BaseURL}
+	for {
+		pr, model, werr := plan.next()
+		if werr != nil {
+			g.finishError(ctx, x, werr)
+			return
+		}
+		if pr == nil {
+			break
+		}
+		route := wire.Route{Provider: pr.Spec.Name, Model: model, BaseURL: pr.Spec.BaseURL}
+		if !g.available(route.Provider) {
+			tried = append(tried, route.Provider+":down")
+			continue
+		}
 		x.Meta.Annotations = setAnnotation(x.Meta.Annotations, AnnotationProvider, route.Provider)
 		x.Meta.Annotations = setAnnotation(x.Meta.Annotations, AnnotationModel, route.Model)
 		for try := 0; try < 2; try++ {
+			if !g.allow(route.Provider) {
+				break // half-open and its trial slot is taken: next provider
+			}
+			began := time.Now()
 			out := g.attempt(rctx, p, x, pr, route)
+			g.record(route.Provider, out, time.Since(began))
 			switch {
 			case out.local != nil:
 				setRoute(ctx, route, tried)
@@ -199,6 +220,12 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 	// fallback header says what was tried. Nothing was charged.
 	if len(tried) > 0 {
 		ctx.Response.Header.Set(HeaderFallback, strings.Join(tried, ","))
+	}
+	if lastErr == nil {
+		// No attempt at all: health took every candidate out.
+		lastErr = &wire.Error{Status: 503, Kind: wire.ErrOverloaded, RetryAfterMs: 30_000,
+			Message: "every provider that can serve model " + x.Req.Model + " is temporarily out of service after repeated failures (" +
+				strings.Join(tried, ", ") + "); retry later"}
 	}
 	g.finishError(ctx, x, lastErr)
 }

@@ -621,6 +621,15 @@ trusted = true
 		t.Fatalf("429 failover: %d %q after %v", r.Status, r.Header.Get("X-Bardo-Provider"), time.Since(t0))
 	}
 
+	// A request the upstream finds invalid is not retried or failed over
+	// (and says nothing about the provider's health).
+	primary.Script(fakeupstream.Fail(400))
+	before = backup.Count("/v1/chat/completions")
+	r = post(t, g.URL, "/v1/chat/completions", body)
+	if r.Status != 400 || backup.Count("/v1/chat/completions") != before {
+		t.Fatalf("400: %d %s", r.Status, r.Body)
+	}
+
 	// A stream cut before its first event, twice: the caller sees one clean
 	// stream from the backup.
 	primary.Script(fakeupstream.CutAfter(0), fakeupstream.CutAfter(0))
@@ -630,21 +639,26 @@ trusted = true
 		t.Fatalf("invisible stream failover: %q\n%s", r.Header.Get("X-Bardo-Provider"), r.Body)
 	}
 
+	// The primary has now failed five times in a row (two 500s, a 429, two
+	// cut streams): health takes it out, and it is not even tried.
+	if g.Daemon.Health.Available("primary") || !g.Daemon.Health.Available("backup") {
+		t.Fatalf("health: primary available %v, backup %v", g.Daemon.Health.Available("primary"), g.Daemon.Health.Available("backup"))
+	}
+	before = primary.Count("/v1/chat/completions")
+	r = post(t, g.URL, "/v1/chat/completions", body)
+	if r.Status != 200 || r.Header.Get("X-Bardo-Provider") != "backup" || r.Header.Get("X-Bardo-Fallback") != "primary:down" ||
+		primary.Count("/v1/chat/completions") != before {
+		t.Fatalf("primary out: %d %q %q, primary got %d more", r.Status, r.Header.Get("X-Bardo-Provider"), r.Header.Get("X-Bardo-Fallback"),
+			primary.Count("/v1/chat/completions")-before)
+	}
+
 	// Both down: a clear error naming what was tried; never the simulator.
-	primary.Script(fakeupstream.Fail(500), fakeupstream.Fail(500))
 	backup.Script(fakeupstream.Fail(502), fakeupstream.Fail(502))
 	r = post(t, g.URL, "/v1/chat/completions", body)
-	if r.Status != 502 || r.Header.Get("X-Bardo-Fallback") != "primary:502,primary:502,backup:502,backup:502" || strings.Contains(string(r.Body), "bardo sim") {
+	if r.Status != 502 || r.Header.Get("X-Bardo-Fallback") != "primary:down,backup:502,backup:502" || strings.Contains(string(r.Body), "bardo sim") {
 		t.Fatalf("all down: %d %q %s", r.Status, r.Header.Get("X-Bardo-Fallback"), r.Body)
 	}
 
-	// A request the upstream finds invalid is not retried or failed over.
-	primary.Script(fakeupstream.Fail(400))
-	before = backup.Count("/v1/chat/completions")
-	r = post(t, g.URL, "/v1/chat/completions", body)
-	if r.Status != 400 || backup.Count("/v1/chat/completions") != before {
-		t.Fatalf("400: %d %s", r.Status, r.Body)
-	}
 }
 
 // An OpenAI-dialect client served by Anthropic with extended thinking gets
