@@ -90,24 +90,55 @@ var negations = map[string]bool{
 	"didn't": true, "wasn't": true, "nor": true, "none": true,
 }
 
-// opposites are words whose antonym is close in embedding space.
+// opposites are words whose antonym is close in embedding space; a word
+// listed alone ("out", "underperformed") flips meaning against its absence.
 var opposites = map[string]bool{}
 
+// units change an answer's scale: days vs weeks, miles vs kilometers.
+var units = map[string]bool{}
+
 func init() {
-	for _, pair := range [][2]string{
+	for _, pair := range [][]string{
 		{"enable", "disable"}, {"enabled", "disabled"}, {"buy", "sell"}, {"long", "short"},
 		{"deposit", "withdraw"}, {"supply", "borrow"}, {"lend", "borrow"}, {"stake", "unstake"},
 		{"increase", "decrease"}, {"add", "remove"}, {"open", "close"}, {"above", "below"},
-		{"allow", "deny"}, {"lock", "unlock"}, {"true", "false"},
+		{"allow", "deny"}, {"lock", "unlock"}, {"true", "false"}, {"out"},
 		{"bullish", "bearish"}, {"max", "min"}, {"maximum", "minimum"}, {"higher", "lower"},
 		{"before", "after"}, {"mint", "burn"}, {"wrap", "unwrap"},
 		{"approve", "revoke"}, {"accept", "reject"}, {"start", "stop"}, {"include", "exclude"},
 		{"encrypt", "decrypt"}, {"import", "export"}, {"upgrade", "downgrade"}, {"bridge", "swap"},
 		{"yes", "no"}, {"input", "output"},
+		{"rise", "drop", "fall", "rose", "fell", "dropped", "risen", "fallen", "pump", "dump"},
+		{"gain", "loss", "profit", "gains", "losses"},
+		{"outperform", "underperform", "outperformed", "underperformed", "outperforming", "underperforming"},
+		{"boiling", "freezing"}, {"keep", "discard"}, {"count", "delete", "insert", "update", "select"},
+		{"ascending", "descending"}, {"time", "space"}, {"best", "worst"}, {"cheapest", "priciest", "expensive"},
+		{"fastest", "slowest"}, {"oldest", "newest"}, {"first", "last"}, {"inflow", "outflow", "inflows", "outflows"},
+		{"call", "put"}, {"maker", "taker"}, {"bid", "ask"}, {"sender", "receiver"}, {"source", "destination"},
+		{"pass", "fail"}, {"valid", "invalid"}, {"success", "failure"}, {"public", "private"},
+		{"read", "write"}, {"push", "pull"}, {"merge", "rebase"}, {"encode", "decode"},
+		{"serialize", "deserialize"}, {"upper", "lower"}, {"left", "right"},
+		{"today", "yesterday", "tomorrow"}, {"morning", "evening", "night", "afternoon"},
+		{"hot", "cold"}, {"win", "lose"},
 	} {
-		opposites[pair[0]], opposites[pair[1]] = true, true
+		for _, w := range pair {
+			opposites[w] = true
+		}
+	}
+	for _, u := range []string{"second", "seconds", "minute", "minutes", "hour", "hours", "day", "days",
+		"week", "weeks", "month", "months", "year", "years", "mile", "miles", "kilometer", "kilometers",
+		"km", "meter", "meters", "feet", "foot", "pound", "pounds", "kg", "gram", "grams", "gwei", "wei",
+		"bps", "percent", "celsius", "fahrenheit", "bytes", "kb", "mb", "gb"} {
+		units[u] = true
 	}
 }
+
+// directions mark the role of the word after them: "from Aave to Morpho"
+// and "from Morpho to Aave" hold the same words, but not the same request.
+var directions = map[string]string{"from": "from", "to": "to", "into": "to", "onto": "to", "via": "via"}
+
+// fillers are skipped between a direction and its object ("to an integer").
+var fillers = map[string]bool{"a": true, "an": true, "the": true, "my": true, "your": true, "our": true, "their": true, "its": true}
 
 // wordSet is a text's lower-cased words and the subset that is salient.
 type wordSet struct {
@@ -115,10 +146,13 @@ type wordSet struct {
 	salient []string
 }
 
-// words splits text into its lower-cased words and its salient ones.
+// words splits text into its lower-cased words and its salient ones. The
+// role of a word after a direction ("from", "to", "into") is salient too,
+// as "to:morpho".
 func words(text string) wordSet {
 	ws := wordSet{words: map[string]bool{}}
 	start := true // at a sentence start, capitalisation means nothing
+	role := ""    // the direction the next content word is the object of
 	for _, w := range strings.Fields(text) {
 		core := strings.TrimFunc(w, func(r rune) bool {
 			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '\'' || r == '.' || r == '%' || r >= 0x80)
@@ -127,16 +161,46 @@ func words(text string) wordSet {
 		lower := strings.ToLower(core)
 		if core != "" {
 			ws.words[lower] = true
-			if hasDigit(core) || negations[lower] || opposites[lower] || (!start && hasUpper(core)) {
+			if hasDigit(core) || negations[lower] || opposites[lower] || units[lower] ||
+				(!start && hasUpper(core)) || isTicker(core) {
 				ws.salient = append(ws.salient, lower)
+			}
+			switch d, isDir := directions[lower]; {
+			case isDir:
+				role = d
+			case role != "" && !fillers[lower]:
+				tagged := role + ":" + lower
+				ws.words[tagged] = true
+				ws.salient = append(ws.salient, tagged)
+				role = ""
 			}
 		}
 		start = strings.HasSuffix(w, ".") || strings.HasSuffix(w, "?") || strings.HasSuffix(w, "!") ||
 			strings.HasSuffix(w, ":") || w == "---"
+		if start || strings.HasSuffix(w, ",") {
+			role = ""
+		}
 	}
 	sort.Strings(ws.salient)
 	ws.salient = dedupe(ws.salient)
 	return ws
+}
+
+// isTicker reports an all-capitals word of two or more letters (ETH, USDC,
+// BTC): a name even at the start of a sentence.
+func isTicker(s string) bool {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'A' && c <= 'Z':
+			n++
+		case c >= '0' && c <= '9':
+		default:
+			return false
+		}
+	}
+	return n >= 2
 }
 
 // agree reports whether a and b agree on every salient word of either.
