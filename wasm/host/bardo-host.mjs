@@ -214,7 +214,20 @@ export class PluginHost {
       if (key === null) return 1;
       return guarded('kv_delete', 1, () => { this.kv.delete(key); return 0; });
     };
+    // ABI v1.2 services (docs/abi.md "Services"): the edge host runs no
+    // local models, vector index or internal completions, so each answers
+    // with an error reply (status byte 0 + message) the plugin can handle —
+    // never a trap. A layer that needs them (L2, L8) then applies its own
+    // failure policy.
+    const unavailable = (name) => (ip, il, op, cap) =>
+      copyOut(new Uint8Array([0, ...utf8enc.encode(`${name}: not offered by this host (the edge runs no local models)`)]), op, cap);
     return {
+      embed: unavailable('embed'),
+      classify: unavailable('classify'),
+      vector_insert: unavailable('vector_insert'),
+      vector_search: unavailable('vector_search'),
+      vector_delete: unavailable('vector_delete'),
+      complete: unavailable('complete'),
       kv_get_shared: kvGet(true),
       kv_put_shared: kvPut(true),
       kv_delete_shared: kvDelete(true),
