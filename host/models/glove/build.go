@@ -138,7 +138,7 @@ func build(winkTGZ, outDir string, opts BuildOptions) error {
 		nWords = DefaultWords
 	}
 	if nWords < 1 {
-		return fmt.Errorf("Words = %d, want at least 1", opts.Words)
+		return fmt.Errorf("glove: BuildOptions.Words = %d, want at least 1", opts.Words)
 	}
 	a := opts.SIFA
 	if a == 0 {

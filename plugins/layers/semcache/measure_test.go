@@ -22,7 +22,6 @@ type pair struct {
 	Domain string
 }
 
-func loadPairs(t *testing.T) []pair { return loadPairsFrom(t, "testdata/pairs.jsonl") }
 
 func loadPairsFrom(t *testing.T, path string) []pair {
 	t.Helper()
