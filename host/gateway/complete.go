@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/bardoinference/bardo/host/pipeline"
+	hostrouting "github.com/bardoinference/bardo/host/routing"
 	"github.com/bardoinference/bardo/host/sandbox"
+	"github.com/bardoinference/bardo/sdk/routing"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -56,16 +58,18 @@ func (g *Gateway) Complete(ctx context.Context, tenant string, c sandbox.Complet
 	if c.Subsystem != "" {
 		x.Meta.Annotations = setAnnotation(x.Meta.Annotations, AnnotationSubsystem, c.Subsystem)
 	}
-	if req.Model == "" {
-		return sandbox.CompletionResult{}, fmt.Errorf("internal completion (%s) names no model", c.Subsystem)
-	}
-	cands, werr := p.Candidates(x)
-	if werr != nil {
-		return sandbox.CompletionResult{}, errors.New(werr.Message)
+	next, err := completionRoutes(p, x, c.Subsystem)
+	if err != nil {
+		return sandbox.CompletionResult{}, err
 	}
 	var last *wire.Error
-	for _, pr := range cands {
-		route := wire.Route{Provider: pr.Spec.Name, Model: req.Model, BaseURL: pr.Spec.BaseURL}
+	for {
+		pr, model := next()
+		if pr == nil {
+			break
+		}
+		x.Req.Model = model
+		route := wire.Route{Provider: pr.Spec.Name, Model: model, BaseURL: pr.Spec.BaseURL}
 		if !g.available(route.Provider) {
 			continue
 		}
@@ -103,6 +107,60 @@ func (g *Gateway) Complete(ctx context.Context, tenant string, c sandbox.Complet
 		return sandbox.CompletionResult{}, errors.New("no provider serves the internal completion")
 	}
 	return sandbox.CompletionResult{}, fmt.Errorf("every provider failed; last: %s", last.Message)
+}
+
+// completionRoutes yields the providers to try for an internal completion:
+// by the models globs for an explicit model, else by resolving the
+// subsystem's intent against the catalogs (again without each one that
+// failed), as for a caller's request.
+func completionRoutes(p *pipeline.Pipeline, x *pipeline.Exchange, subsystem string) (func() (*pipeline.Provider, string), error) {
+	if !hostrouting.IsAutoModel(x.Req.Model) {
+		cands, werr := p.Candidates(x)
+		if werr != nil {
+			return nil, errors.New(werr.Message)
+		}
+		i := 0
+		return func() (*pipeline.Provider, string) {
+			if i == len(cands) {
+				return nil, ""
+			}
+			i++
+			return cands[i-1], x.Req.Model
+		}, nil
+	}
+	in, _ := routing.SubsystemIntent(subsystem)
+	tried := map[string]bool{}
+	first := true
+	var resolveErr error
+	next := func() (*pipeline.Provider, string) {
+		res, err := routing.Resolve(&in, p.Descriptions(), func(id string) bool {
+			pr := p.Provider(id)
+			return !tried[id] && pr != nil && (first || pr.Spec.Failover)
+		})
+		if err != nil {
+			if first {
+				resolveErr = err
+			}
+			return nil, ""
+		}
+		first = false
+		tried[res.Provider] = true
+		return p.Provider(res.Provider), res.Model
+	}
+	// Resolve once up front so "nothing can serve this" is an error, not
+	// an empty loop.
+	pr, model := next()
+	if pr == nil {
+		return nil, fmt.Errorf("internal completion (%s): %w", subsystem, resolveErr)
+	}
+	pending := true
+	return func() (*pipeline.Provider, string) {
+		if pending {
+			pending = false
+			return pr, model
+		}
+		return next()
+	}, nil
 }
 
 // completeResponse decodes a successful attempt into the canonical response.

@@ -12,7 +12,7 @@ import (
 // Three providers with catalogs, in the order an operator might write them:
 // a cheap general model first, a premium thinking model, and a private
 // (zero-retention) one. Intents pick among them; explicit models do not.
-func intentGateway(t *testing.T) (*testgateway.Gateway, map[string]*fakeupstream.Server) {
+func intentGateway(t *testing.T, layers ...string) (*testgateway.Gateway, map[string]*fakeupstream.Server) {
 	t.Helper()
 	fakes := map[string]*fakeupstream.Server{}
 	for _, n := range []string{"cheap", "premium", "vault"} {
@@ -64,7 +64,7 @@ features = ["tool_use", "zero_retention"]
 input_price = "0.9"
 output_price = "0.9"
 `
-	g := testgateway.Start(t, cfg, testgateway.Options{Env: map[string]string{"UP_KEY": upKey}})
+	g := testgateway.Start(t, strings.Join(layers, "\n")+cfg, testgateway.Options{Env: map[string]string{"UP_KEY": upKey}})
 	return g, fakes
 }
 
@@ -168,5 +168,35 @@ func TestIntentFailoverAndPrivateFailsClosed(t *testing.T) {
 	r = post(t, g.URL, "/v1/chat/completions", `{"model":"auto","bardo":{"security_class":"private"},"messages":[{"role":"user","content":"x"}]}`)
 	if r.Status < 500 || fakes["cheap"].Count("/v1/chat/completions") != beforeCheap || fakes["premium"].Count("/v1/chat/completions") != beforePremium {
 		t.Fatalf("private failover leaked: %d %s", r.Status, r.Body)
+	}
+}
+
+// A plugin's internal completion without a model (L5's default when the
+// caller asked for "auto") is routed by its subsystem's intent.
+func TestInternalCompletionRoutedByIntent(t *testing.T) {
+	testgateway.Plugins["services.wasm"] = "testplugins/services"
+	g, fakes := intentGateway(t, `
+[[layer]]
+name = "services"
+plugin = "services.wasm"
+trusted = true
+timeout = "5s"
+`)
+	r := post(t, g.URL, "/v1/chat/completions", `{"model":"cheap-1","messages":[{"role":"user","content":"summarise the morning's trades and positions"}]}`)
+	// (The layer's X-Services-* headers stay inside: the gateway passes on
+	// only X-Bardo-* names. What the upstreams received tells.)
+	if r.Status != 200 || r.Header.Get("X-Bardo-Degraded") != "" {
+		t.Fatalf("%d degraded %q: %s", r.Status, r.Header.Get("X-Bardo-Degraded"), r.Body)
+	}
+	// Two calls reached the cheap upstream: the internal summary (resolved
+	// to cheap-1 by session_compact's intent), then the request itself.
+	reqs := fakes["cheap"].Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("the cheap upstream saw %d requests, want 2", len(reqs))
+	}
+	internal := string(reqs[0].Body) // the summary: the command's argument alone, 50 tokens at most
+	if !strings.Contains(internal, `"cheap-1"`) || strings.Contains(internal, "summarise") ||
+		!strings.Contains(internal, "the morning") || !strings.Contains(internal, `"max_completion_tokens":50`) {
+		t.Fatalf("internal completion body: %s", internal)
 	}
 }
