@@ -22,7 +22,6 @@ type pair struct {
 	Domain string
 }
 
-
 func loadPairsFrom(t *testing.T, path string) []pair {
 	t.Helper()
 	f, err := os.Open(path)
