@@ -82,6 +82,8 @@ func start(ctx context.Context, path string) (*daemon.Daemon, error) {
 		Cache: cache,
 		// POST /admin/cache/flush and /admin/regime, only when a token is set.
 		AdminToken: os.Getenv("BARDO_ADMIN_TOKEN"),
+		// The wallet that pays x402 upstreams (BlockRun), when set.
+		WalletKey: "env:BARDO_WALLET_KEY",
 	})
 }
 

@@ -7,8 +7,10 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -23,6 +25,7 @@ import (
 	"github.com/bardoinference/bardo/host/telemetry"
 	"github.com/bardoinference/bardo/host/upstream"
 	"github.com/bardoinference/bardo/host/vectorindex"
+	"github.com/bardoinference/bardo/host/x402"
 )
 
 // Options tune New. The zero value serves pipeline.toml as the binary does.
@@ -36,6 +39,13 @@ type Options struct {
 	Heartbeat time.Duration
 	// AdminToken enables /admin/* ("" leaves them off).
 	AdminToken string
+	// WalletKey references the gateway's own wallet key ("env:NAME" or
+	// "file:PATH"), which pays x402 upstreams; "" or an unset reference
+	// leaves the gateway without a wallet.
+	WalletKey string
+	// PaymentPolicy bounds what the wallet pays (nil: x402.DefaultPolicy:
+	// USDC on Base, at most 0.50 a request and 20 a day).
+	PaymentPolicy *x402.Policy
 }
 
 // Daemon is an assembled gateway, not yet listening.
@@ -83,6 +93,9 @@ func New(ctx context.Context, path string, opts Options) (_ *Daemon, err error) 
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	d.Gateway = &gateway.Gateway{Log: d.Log, Heartbeat: opts.Heartbeat, Health: d.Health}
+	if d.Gateway.Payer, err = payer(opts); err != nil {
+		return nil, err
+	}
 	d.Vectors = vectorindex.NewSpaces(vectorindex.SpacesConfig{})
 	d.closeAll = append(d.closeAll, d.Vectors.Close)
 
@@ -116,6 +129,33 @@ func New(ctx context.Context, path string, opts Options) (_ *Daemon, err error) 
 	d.Server = server.New(cfg.Server, d.Gateway, d.Metrics, d.Log)
 	d.Server.Admin = &server.Admin{Token: opts.AdminToken, KV: d.KV, Vectors: d.Vectors, Health: d.Health}
 	return d, nil
+}
+
+// payer loads the wallet, if one is configured, and its policy.
+func payer(opts Options) (*x402.Payer, error) {
+	if opts.WalletKey == "" {
+		return nil, nil
+	}
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	signer, err := x402.LoadKeySigner(opts.WalletKey, getenv)
+	if errors.Is(err, x402.ErrNoKey) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	pol := x402.DefaultPolicy()
+	if opts.PaymentPolicy != nil {
+		pol = *opts.PaymentPolicy
+	}
+	p, err := x402.NewPayer(signer, pol)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	return p, nil
 }
 
 // Listen binds addr, or the [server] listen address when addr is "".

@@ -23,6 +23,7 @@ import (
 	"github.com/bardoinference/bardo/host/health"
 	"github.com/bardoinference/bardo/host/pipeline"
 	"github.com/bardoinference/bardo/host/upstream"
+	"github.com/bardoinference/bardo/host/x402"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -53,6 +54,9 @@ type Gateway struct {
 	// wait before retrying the same provider (default 2 s); longer waits
 	// fail over to the next provider instead.
 	MaxRetryAfter time.Duration
+	// Payer pays upstreams that charge per request with x402 from the
+	// gateway's own wallet (payment.go); nil: such providers fail over.
+	Payer *x402.Payer
 	// Health tracks each provider's recent failures (host/health): a
 	// provider it has taken out is skipped, and every attempt is recorded.
 	// nil: every provider is always tried.
@@ -261,12 +265,11 @@ func (g *Gateway) attempt(rctx context.Context, p *pipeline.Pipeline, x *pipelin
 	}
 	pr.ExpandCredential(call.Headers)
 	call.Headers = passCallerHeaders(call.Headers, x.CallerHeaders, call.BodyDialect)
-	resp, err := g.Upstream.Do(rctx, &upstream.Request{
+	resp, werr := g.send(rctx, x, pr, &upstream.Request{
 		Method: call.Method, URL: call.URL, Headers: dropUnexpanded(call.Headers), Body: body, Stream: call.Stream,
 	})
-	if err != nil {
-		werr := upstreamFailure(route.Provider, err)
-		return attemptOutcome{err: werr, transient: true}
+	if werr != nil {
+		return attemptOutcome{err: werr, transient: werr.Retryable || werr.Kind == wire.ErrTimeout}
 	}
 	if resp.Status/100 != 2 {
 		resp.Close()

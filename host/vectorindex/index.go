@@ -300,9 +300,12 @@ func (ix *Index) Insert(tenant, id string, vec []float32, ttl time.Duration, tag
 			t.mu.Unlock()
 			continue
 		}
-		now := ix.now()
-		e.expires = now.Add(ttl).UnixNano()
-		ix.expireLocked(t, now.UnixNano())
+		now := ix.now().UnixNano()
+		e.expires = now + int64(ttl)
+		if e.expires < now { // a ttl of centuries overflows: never expire
+			e.expires = math.MaxInt64
+		}
+		ix.expireLocked(t, now)
 		if old := t.byID[id]; old != nil {
 			ix.removeLocked(t, old)
 			ix.replacements.Add(1)

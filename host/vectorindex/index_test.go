@@ -147,6 +147,11 @@ func TestReplaceExistingID(t *testing.T) {
 	if s := ix.Stats(); s.Replacements != 1 || s.Inserts != 2 || s.Entries != 1 {
 		t.Fatalf("stats %+v", s)
 	}
+	// A ttl too long to represent saturates instead of wrapping into the past.
+	must(t, ix.Insert("a", "forever", []float32{1, 1}, time.Duration(math.MaxInt64), nil, nil))
+	if m, _ := ix.Search("a", []float32{1, 1}, 1, 0.99); len(m) != 1 || m[0].ID != "forever" {
+		t.Fatalf("huge ttl: %+v", m)
+	}
 }
 
 func TestTTLExpiry(t *testing.T) {

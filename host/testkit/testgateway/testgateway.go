@@ -57,6 +57,8 @@ type Options struct {
 	Heartbeat time.Duration     // stream heartbeat interval (default: the gateway's)
 	// AdminToken enables the admin endpoints (POST /admin/cache/flush).
 	AdminToken string
+	// WalletKey references the gateway's x402 wallet in Env ("env:NAME").
+	WalletKey string
 }
 
 // Start writes pipelineTOML (without a [server] plugin_dir, which Start sets)
@@ -91,7 +93,7 @@ func Start(tb testing.TB, pipelineTOML string, opts Options) *Gateway {
 	}
 	d, err := daemon.New(context.Background(), cfgPath, daemon.Options{
 		Log: log, Cache: cc, Getenv: getenv, KVBytes: 16 << 20, Upstream: 30 * time.Second,
-		Heartbeat: opts.Heartbeat, AdminToken: opts.AdminToken,
+		Heartbeat: opts.Heartbeat, AdminToken: opts.AdminToken, WalletKey: opts.WalletKey,
 	})
 	if err != nil {
 		tb.Fatal(err)
