@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bardoinference/bardo/host/testkit/modeltest"
 	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
 )
 
@@ -336,6 +337,11 @@ func TestDefaultPipeline(t *testing.T) {
 			}
 		}
 	}
+	// The offline models `make models` built, where pipeline.toml expects them.
+	modeltest.Dir(t, modeltest.Glove)
+	if err := os.Symlink(filepath.Join(root, "build", "models"), filepath.Join(dir, "build", "models")); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "pipeline.toml"), src, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -351,5 +357,18 @@ func TestDefaultPipeline(t *testing.T) {
 	}
 	if _, h, _, _ := in.ask("/v1/chat/completions", body); h.Get("X-Bardo-Cache") != "hash-hit" {
 		t.Fatalf("second ask: X-Bardo-Cache = %q", h.Get("X-Bardo-Cache"))
+	}
+	// L8 scored the text; L2 answers the same question asked in other case
+	// and punctuation (the hash cache cannot); an intent picks a model.
+	if h.Get("X-Bardo-Injection") == "" {
+		t.Errorf("no injection score: %v", h)
+	}
+	q := `{"model":"auto","messages":[{"role":"user","content":"%s"}]}`
+	if code, h, out, _ := in.ask("/v1/chat/completions", fmt.Sprintf(q, "Explain impermanent loss for a liquidity provider, please.")); code != 200 ||
+		h.Get("X-Bardo-Cache") != "miss" || h.Get("X-Bardo-Model") != "sim" || h.Get("X-Bardo-Intent") == "" {
+		t.Fatalf("auto: %d %v %s", code, h, out)
+	}
+	if _, h, _, _ := in.ask("/v1/chat/completions", fmt.Sprintf(q, "explain IMPERMANENT loss for a liquidity provider please")); h.Get("X-Bardo-Cache") != "semantic-hit" {
+		t.Fatalf("rephrased: X-Bardo-Cache = %q", h.Get("X-Bardo-Cache"))
 	}
 }

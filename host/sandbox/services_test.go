@@ -6,12 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bardoinference/bardo/host/config"
-	"github.com/bardoinference/bardo/host/models/registry"
 	"github.com/bardoinference/bardo/host/sandbox"
 	"github.com/bardoinference/bardo/host/testkit/modeltest"
 	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
-	"github.com/bardoinference/bardo/host/vectorindex"
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
@@ -54,18 +51,8 @@ func command(t *testing.T, p *sandbox.Plugin, tenant, text string) map[string]st
 // 100-float vector is 400 bytes) come back whole, tenants never see each
 // other's vectors, and the shared scope is shared.
 func TestServices(t *testing.T) {
-	reg := registry.New(nil)
-	t.Cleanup(reg.Close)
-	err := reg.Sync(config.Models{Threads: 1}, []config.Model{
-		{Name: "embed", Kind: "glove", Path: modeltest.Dir(t, modeltest.Glove), MaxBatch: 8},
-		{Name: "injection", Kind: "tfidf-logreg", Path: modeltest.Dir(t, modeltest.Injection), MaxBatch: 8},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	vs := vectorindex.NewSpaces(vectorindex.SpacesConfig{MaxEntries: 100})
-	t.Cleanup(vs.Close)
-	p := loadServices(t, sandbox.Services{Models: reg, Vectors: vs})
+	svc := modeltest.Services(t)
+	p := loadServices(t, svc)
 
 	if h := command(t, p, "acme", "remember the quick brown fox jumps"); h["Dim"] != "100" || h["Error"] != "" {
 		t.Fatalf("remember: %v", h)

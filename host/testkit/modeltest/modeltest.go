@@ -9,8 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/bardoinference/bardo/host/config"
+	"github.com/bardoinference/bardo/host/models/registry"
+	"github.com/bardoinference/bardo/host/sandbox"
 	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
+	"github.com/bardoinference/bardo/host/vectorindex"
 )
 
 // The offline models, by directory under build/models.
@@ -60,4 +65,24 @@ name = "injection"
 kind = "tfidf-logreg"
 path = "` + Injection + `"
 `
+}
+
+// Services returns the host services over the offline models — "embed"
+// (GloVe) and "injection" (TF-IDF + rules) — and a vector index, as the
+// daemon wires them, for runtime tests and benchmarks of layers that use
+// them. Everything is closed when tb ends.
+func Services(tb testing.TB) sandbox.Services {
+	tb.Helper()
+	reg := registry.New(nil)
+	tb.Cleanup(reg.Close)
+	err := reg.Sync(config.Models{Threads: 1}, []config.Model{
+		{Name: "embed", Kind: "glove", Path: Dir(tb, Glove), MaxBatch: 32, BatchWait: 2 * time.Millisecond},
+		{Name: "injection", Kind: "tfidf-logreg", Path: Dir(tb, Injection), MaxBatch: 32, BatchWait: 2 * time.Millisecond},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	vs := vectorindex.NewSpaces(vectorindex.SpacesConfig{MaxEntries: 100_000})
+	tb.Cleanup(vs.Close)
+	return sandbox.Services{Models: reg, Vectors: vs}
 }

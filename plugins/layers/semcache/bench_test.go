@@ -1,0 +1,83 @@
+//go:build !wasip1
+
+package main_test
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/bardoinference/bardo/host/kvstore"
+	"github.com/bardoinference/bardo/host/sandbox"
+	"github.com/bardoinference/bardo/host/testkit/fixtures"
+	"github.com/bardoinference/bardo/host/testkit/layertest"
+	"github.com/bardoinference/bardo/host/testkit/modeltest"
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+func header(kvs []wire.KV, key string) string {
+	for i := len(kvs) - 1; i >= 0; i-- {
+		if kvs[i].Key == key {
+			return kvs[i].Value
+		}
+	}
+	return ""
+}
+
+// BenchmarkLayerCall is L2's per-request cost on the typical 4 KB agent
+// request, trusted, under the real runtime with the offline GloVe model and
+// the vector index: a miss (embed + search), and a hit (embed + search +
+// decode of the stored answer), with 10,000 entries of other questions in
+// the tenant's partition.
+func BenchmarkLayerCall(b *testing.B) {
+	svc := modeltest.Services(b)
+	p := layertest.Load(b, "plugins/layers/semcache", sandbox.Options{Trusted: true, KV: kvstore.NewMemory(8 << 20), Services: svc})
+	meta := wire.Meta{RequestID: "req_bench", Tenant: "bench", Dialect: wire.DialectOpenAI}
+	var enc wire.Encoder
+	answer := wire.Response{Model: "gpt-4o", StopReason: wire.StopEndTurn, Usage: wire.Usage{InputTokens: 900, OutputTokens: 40},
+		Content: []wire.Block{{Type: wire.BlockText, Text: "A stored answer long enough to be worth caching, about forty tokens of text in all."}}}
+	// Fill the partition with 10,000 other questions (distinct word
+	// combinations, so distinct vectors), each stored as a miss.
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 10_000 {
+		var q6 []string
+		for range 6 {
+			q6 = append(q6, vocabulary[rng.IntN(len(vocabulary))])
+		}
+		q := &wire.Request{Model: "gpt-4o", Messages: []wire.Message{{Role: "user", Content: []wire.Block{{Type: wire.BlockText,
+			Text: "what about " + strings.Join(q6, " ")}}}}}
+		res := layertest.OnRequest(b, p, &enc, &meta, q)
+		m := meta
+		m.Annotations = res.Annotations
+		layertest.OnResponse(b, p, &enc, m, answer)
+	}
+	req := fixtures.AgentRequest()
+	b.Run("miss", func(b *testing.B) {
+		layertest.Measure(b, func() {
+			if res := layertest.OnRequest(b, p, &enc, &meta, req); header(res.Headers, "X-Bardo-Cache") != "miss" {
+				b.Fatal("not a miss")
+			}
+		})
+	})
+	res := layertest.OnRequest(b, p, &enc, &meta, req)
+	m := meta
+	m.Annotations = res.Annotations
+	layertest.OnResponse(b, p, &enc, m, answer)
+	b.Run("hit", func(b *testing.B) {
+		layertest.Measure(b, func() {
+			if res := layertest.OnRequest(b, p, &enc, &meta, req); header(res.Headers, "X-Bardo-Cache") != "semantic-hit" {
+				b.Fatalf("not a hit: %v", res.Headers)
+			}
+		})
+	})
+}
+
+// vocabulary makes the filler questions: common words of agents' prompts.
+var vocabulary = strings.Fields(`price market pool liquidity token swap bridge stake yield vault lending borrow
+supply collateral loan interest rate fee gas chain network wallet address contract audit risk strategy position
+hedge leverage margin futures options volatility trend volume order book spread arbitrage oracle governance vote
+proposal treasury reward incentive emission inflation supply demand stable coin dollar euro bitcoin ether solana
+base arbitrum optimism polygon avalanche uniswap curve aave morpho compound maker lido pendle balancer sushi
+yearn convex frax ethena eigen restake validator node block transaction mempool slippage impermanent loss profit
+gain deposit withdraw claim harvest compound rebalance portfolio allocation exposure drawdown return sharpe ratio
+analysis report summary forecast signal alert threshold limit stop target entry exit time week month year today`)
