@@ -323,7 +323,7 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request, body 
 			}
 			delta(anDelta{Type: "signature_delta", Signature: &rep.signature})
 		case "text":
-			for _, piece := range splitWords(rep.text, 3) {
+			for _, piece := range rep.textPieces() {
 				delta(anDelta{Type: "text_delta", Text: &piece})
 			}
 		case "tool_use":

@@ -314,7 +314,7 @@ func (s *Server) openAIChat(w http.ResponseWriter, r *http.Request, body []byte)
 	for _, piece := range splitWords(rep.thinking, 3) {
 		sw.send("", chunk(oaDelta{ReasoningContent: piece}, nil))
 	}
-	for _, piece := range splitWords(rep.text, 3) {
+	for _, piece := range rep.textPieces() {
 		sw.send("", chunk(oaDelta{Content: jsonString(piece)}, nil))
 	}
 	if rep.toolName != "" {

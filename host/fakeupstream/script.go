@@ -44,6 +44,12 @@ type Behaviour struct {
 	Latency    time.Duration
 	ChunkDelay time.Duration
 
+	// ChunkBytes, when positive, streams the reply text in pieces of that
+	// many bytes (cut mid-word, on rune boundaries) instead of a few words
+	// per frame: a token such as "[EMAIL_1]" then straddles frames, as real
+	// providers' tokenizers split it.
+	ChunkBytes int
+
 	// Status, when non-zero, answers with that HTTP error status and the
 	// provider's error body (429 rate limit, 500, 502, 503, 529 overloaded,
 	// others generic). A 429 always carries "retry-after: <RetryAfter>";
@@ -78,6 +84,7 @@ const (
 	PhraseThinking   = "fake:thinking"    // thinking / reasoning_content
 	PhraseLatency    = "fake:latency"     // "fake:latency=<Go duration>"
 	PhraseDrip       = "fake:drip"        // "fake:drip=<Go duration>" per stream frame
+	PhraseChunk      = "fake:chunk"       // "fake:chunk=<bytes>": text frames of that many bytes
 	PhraseStatus     = "fake:status"      // "fake:status=<code>", e.g. 429, 500, 502, 503, 529
 	PhraseRetryAfter = "fake:retry-after" // "fake:retry-after=<seconds>"
 	PhraseOverloaded = "fake:overloaded"  // same as fake:status=529
@@ -216,6 +223,8 @@ func parsePhrases(text string) (b Behaviour, ok bool) {
 			b.Latency = dur()
 		case PhraseDrip:
 			b.ChunkDelay = dur()
+		case PhraseChunk:
+			b.ChunkBytes = num(3)
 		case PhraseStatus:
 			b.Status = num(500)
 		case PhraseRetryAfter:
@@ -245,6 +254,7 @@ type reply struct {
 	toolID, toolName    string
 	toolArgs            string
 	truncated           bool // stopped by the request's max tokens
+	chunkBytes          int  // Behaviour.ChunkBytes
 
 	inputTokens     int // uncached prompt tokens
 	cacheRead       int
@@ -257,7 +267,7 @@ type reply struct {
 // text, promptText all message texts, firstTool the first declared tool name
 // and maxTokens the request's output limit (0: none).
 func buildReply(b Behaviour, lastUser, promptText, firstTool string, maxTokens int, toolPrefix string) reply {
-	r := reply{inputTokens: estimateTokens(promptText), cacheRead: b.CacheRead, cacheWrite: b.CacheWrite}
+	r := reply{inputTokens: estimateTokens(promptText), cacheRead: b.CacheRead, cacheWrite: b.CacheWrite, chunkBytes: b.ChunkBytes}
 	r.text = b.Text
 	if r.text == "" && !b.ToolCall {
 		r.text = "echo: " + lastUser
@@ -284,4 +294,13 @@ func buildReply(b Behaviour, lastUser, promptText, firstTool string, maxTokens i
 	r.reasoningTokens = estimateTokens(r.thinking)
 	r.outputTokens = r.reasoningTokens + estimateTokens(r.text) + estimateTokens(r.toolName+r.toolArgs)
 	return r
+}
+
+// textPieces cuts the reply text into stream frames: a few words each, or
+// ChunkBytes bytes each when set.
+func (r *reply) textPieces() []string {
+	if r.chunkBytes > 0 {
+		return splitBytes(r.text, r.chunkBytes)
+	}
+	return splitWords(r.text, 3)
 }

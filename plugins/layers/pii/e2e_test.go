@@ -250,6 +250,80 @@ func TestMaskRestoreStream(t *testing.T) {
 	}
 }
 
+// Real providers split text where their tokenizer does, so a placeholder
+// can straddle stream chunks ("[EM" + "AIL_1]"). The fake streams the echo in
+// 3-byte pieces here: every placeholder is cut, and the caller still sees
+// only its own values, whole.
+func TestPlaceholderSplitAcrossChunks(t *testing.T) {
+	g, fake := start(t)
+	for _, tc := range []struct {
+		name, path, model string
+		read              func(*testing.T, []byte) streamed
+	}{
+		{"openai", "/v1/chat/completions", "gpt-4o", readOpenAIStream},
+		{"anthropic", "/v1/messages", "claude-sonnet-4-5", readAnthropicStream},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake.Script(fakeupstream.Behaviour{ChunkBytes: 3})
+			r := post(t, g.URL, tc.path, map[string]any{"model": tc.model, "max_tokens": 500, "stream": true, "messages": userMsg(longMessage)})
+			if r.Status != 200 {
+				t.Fatalf("status %d: %s", r.Status, r.Body)
+			}
+			assertMasked(t, fake.Last().Body, []string{email, email2, phone}, "[EMAIL_1]", "[EMAIL_2]", "[PHONE_1]")
+			// Ask the fake the same thing directly: its frames do cut the
+			// placeholders (so this test tests what it claims).
+			direct := fakeTextFrames(t, fake, fakeupstream.Behaviour{ChunkBytes: 3}, "write to [EMAIL_1] now")
+			cut := false
+			for _, f := range direct {
+				if strings.Contains(f, "[") && !strings.Contains(f, "]") {
+					cut = true
+				}
+			}
+			if !cut {
+				t.Fatalf("the fake did not cut a placeholder: %q", direct)
+			}
+			s := tc.read(t, r.Body)
+			if s.text != "echo: "+longMessage {
+				t.Fatalf("streamed text\n got %q\nwant %q", s.text, "echo: "+longMessage)
+			}
+			if strings.Contains(string(r.Body), "[EMAIL_") || strings.Contains(string(r.Body), "[PHONE_") || strings.Contains(string(r.Body), "AIL_") {
+				t.Errorf("a placeholder (or a piece of one) reached the caller:\n%s", r.Body)
+			}
+		})
+	}
+}
+
+// fakeTextFrames asks the fake directly (no gateway) to stream an echo of
+// text and returns its content frames.
+func fakeTextFrames(t *testing.T, fake *fakeupstream.Server, b fakeupstream.Behaviour, text string) []string {
+	t.Helper()
+	fake.Script(b)
+	body, _ := json.Marshal(map[string]any{"model": "gpt-4o", "stream": true, "messages": userMsg(text)})
+	req, _ := http.NewRequest("POST", fake.URL()+"/v1/chat/completions", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+upKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var frames []string
+	for _, ev := range sseEvents(t, raw) {
+		var c struct {
+			Choices []struct {
+				Delta struct {
+					Content *string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		if json.Unmarshal([]byte(ev[1]), &c) == nil && len(c.Choices) > 0 && c.Choices[0].Delta.Content != nil {
+			frames = append(frames, *c.Choices[0].Delta.Content)
+		}
+	}
+	return frames
+}
+
 // fakeStreamChunks asks the fake directly (no gateway) for the scripted
 // stream and returns its tool-argument fragments: what the gateway has to
 // reassemble.
