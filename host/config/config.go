@@ -164,6 +164,11 @@ type Provider struct {
 	Traits     routing.Traits
 	Catalog    []catalog.Model
 	Subsystems []string
+	// CatalogRefresh, when set, fetches the backend's GET <base_url>/models
+	// at that interval (0: the static catalog only); CatalogShape names the
+	// answer's format ("" = detect).
+	CatalogRefresh time.Duration
+	CatalogShape   string
 }
 
 // Serves reports whether the provider accepts requests for model: true when

@@ -868,3 +868,60 @@ path = "missing"
 		}
 	}
 }
+
+func TestProviderRoutingKeys(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "build", "plugins"), 0o755)
+	os.WriteFile(filepath.Join(dir, "build", "plugins", "p.wasm"), []byte("x"), 0o644)
+	good := `
+[[provider]]
+name = "a"
+plugin = "p.wasm"
+base_url = "https://example.com/v1"
+catalog_refresh = "2h"
+catalog_shape = "openrouter"
+subsystems = ["heartbeat_t0"]
+traits = { private = true, payment = "x402" }
+[[provider.model]]
+id = "m-1"
+quality = "high"
+features = ["tool_use", "private"]
+input_price = "0.5"
+`
+	cfg, err := Parse([]byte(good), filepath.Join(dir, "pipeline.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := cfg.Providers[0]
+	if pr.CatalogRefresh != 2*time.Hour || pr.CatalogShape != "openrouter" || !pr.Traits.Private || pr.Traits.Payment.String() != "x402" ||
+		len(pr.Catalog) != 1 || pr.Catalog[0].ID != "m-1" || len(pr.Subsystems) != 1 {
+		t.Fatalf("%+v", pr)
+	}
+	d := pr.Description()
+	if d.ID != "a" || len(d.Models) != 1 || d.Models[0].InputPrice != 0.5 {
+		t.Fatalf("description %+v", d)
+	}
+	bad := `
+[[provider]]
+name = "a"
+plugin = "p.wasm"
+catalog_refresh = "10s"
+catalog_shape = "gopher"
+subsystems = ["napping"]
+traits = { payment = "barter", shiny = true }
+[[provider.model]]
+quality = "legendary"
+features = ["teleport"]
+`
+	_, err = Parse([]byte(bad), filepath.Join(dir, "pipeline.toml"))
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v", err)
+	}
+	for _, want := range []string{"catalog_refresh: must be at least 1m", "catalog_shape", `unknown subsystem "napping"`,
+		`unknown payment mode "barter"`, "shiny", "teleport", "legendary"} {
+		if !strings.Contains(ve.Error(), want) {
+			t.Errorf("problems lack %q:\n%s", want, ve.Error())
+		}
+	}
+}

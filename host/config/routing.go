@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"time"
 
 	"github.com/bardoinference/bardo/host/catalog"
 	"github.com/bardoinference/bardo/sdk/routing"
@@ -10,7 +11,7 @@ import (
 // Routing keys of a [[provider]]: what the intent resolver knows about it
 // (sdk/routing). A provider without [[provider.model]] entries still serves
 // explicit models by its `models` globs; intents need a catalog.
-var providerRoutingKeys = []string{"traits", "model", "subsystems"}
+var providerRoutingKeys = []string{"traits", "model", "subsystems", "catalog_refresh", "catalog_shape"}
 
 func (c *checker) providerRouting(p string, t map[string]any, pr *Provider) {
 	if v, ok := t["traits"]; ok {
@@ -43,6 +44,24 @@ func (c *checker) providerRouting(p string, t map[string]any, pr *Provider) {
 		}
 		pr.Subsystems = append(pr.Subsystems, s)
 	})
+	if v, ok := c.str(t, p, "catalog_refresh"); ok && v != "off" {
+		d, err := time.ParseDuration(v)
+		switch {
+		case err != nil:
+			c.errf(joinKey(p, "catalog_refresh"), `must be a duration such as "1h", or "off", got %q`, v)
+		case d < time.Minute:
+			c.errf(joinKey(p, "catalog_refresh"), "must be at least 1m (a backend's catalog changes slowly), got %s", d)
+		default:
+			pr.CatalogRefresh = d
+		}
+	}
+	if v, ok := c.str(t, p, "catalog_shape"); ok {
+		if _, err := catalog.ParseShape(v); err != nil {
+			c.errf(joinKey(p, "catalog_shape"), "%v", err)
+		} else {
+			pr.CatalogShape = v
+		}
+	}
 	tables := c.entries(t, "model")
 	if len(tables) == 0 {
 		return

@@ -98,13 +98,16 @@ func New(ctx context.Context, path string, opts Options) (_ *Daemon, err error) 
 	}
 	d.Vectors = vectorindex.NewSpaces(vectorindex.SpacesConfig{})
 	d.closeAll = append(d.closeAll, d.Vectors.Close)
+	cats := newCatalogs(d.Log, d.Metrics)
+	d.closeAll = append(d.closeAll, cats.close)
 
 	d.Manager, err = pipeline.NewManager(ctx, path, pipeline.Deps{
-		Log:     d.Log,
-		Cache:   opts.Cache,
-		KV:      d.KV,
-		Metrics: d.Metrics,
-		Models:  d.Models,
+		Log:      d.Log,
+		Cache:    opts.Cache,
+		KV:       d.KV,
+		Metrics:  d.Metrics,
+		Models:   d.Models,
+		Catalogs: cats,
 		Services: sandbox.Services{
 			Models:    d.Models,
 			Vectors:   d.Vectors,

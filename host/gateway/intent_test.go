@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bardoinference/bardo/host/fakeupstream"
 	"github.com/bardoinference/bardo/host/testkit/testgateway"
@@ -198,5 +199,46 @@ timeout = "5s"
 	if !strings.Contains(internal, `"cheap-1"`) || strings.Contains(internal, "summarise") ||
 		!strings.Contains(internal, "the morning") || !strings.Contains(internal, `"max_completion_tokens":50`) {
 		t.Fatalf("internal completion body: %s", internal)
+	}
+}
+
+// A provider without a static catalog, whose catalog is fetched from its
+// backend's GET /v1/models: once fetched, intents resolve to its models.
+func TestRefreshedCatalogFeedsRouting(t *testing.T) {
+	fake := fakeupstream.New(fakeupstream.WithAPIKey(upKey), fakeupstream.WithModels("alpha-1"))
+	t.Cleanup(fake.Close)
+	g := testgateway.Start(t, `
+[[provider]]
+name = "fetched"
+plugin = "openai-compatible.wasm"
+base_url = "`+fake.URL()+`/v1"
+credential = "env:UP_KEY"
+models = ["alpha-*"]
+catalog_refresh = "1h"
+trusted = true
+`, testgateway.Options{Env: map[string]string{"UP_KEY": upKey}})
+	ask := `{"model":"auto","messages":[{"role":"user","content":"hello"}]}`
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := post(t, g.URL, "/v1/chat/completions", ask, "X-Bardo-Subsystem", "heartbeat_t1")
+		if r.Status == 200 {
+			if r.Header.Get("X-Bardo-Model") != "alpha-1" || r.Header.Get("X-Bardo-Provider") != "fetched" {
+				t.Fatalf("routed to %q/%q", r.Header.Get("X-Bardo-Provider"), r.Header.Get("X-Bardo-Model"))
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the fetched catalog never fed routing: %d %s", r.Status, r.Body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if fake.Count("/v1/models") == 0 {
+		t.Fatal("the catalog was not fetched from the backend")
+	}
+	// The fetch carried the provider's credential.
+	for _, rec := range fake.Requests() {
+		if rec.Path == "/v1/models" && rec.Header.Get("Authorization") != "Bearer "+upKey {
+			t.Errorf("catalog fetch without the credential: %q", rec.Header.Get("Authorization"))
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
+	"github.com/bardoinference/bardo/host/catalog"
 	"github.com/bardoinference/bardo/host/config"
 	"github.com/bardoinference/bardo/host/sandbox"
 	"github.com/bardoinference/bardo/sdk/routing"
@@ -40,7 +41,23 @@ type Deps struct {
 	// (host/models/registry); nil when the host runs no local models, and
 	// then a file declaring some is refused.
 	Models ModelLoader
-	Getenv func(string) string // credential lookup; nil means os.Getenv
+	// Catalogs refreshes the providers' model catalogs from their backends
+	// (catalog_refresh); nil: the static [[provider.model]] entries only.
+	Catalogs CatalogSource
+	Getenv   func(string) string // credential lookup; nil means os.Getenv
+}
+
+// CatalogSource keeps refreshed model catalogs (host/daemon owns one, so
+// refreshers survive reloads).
+type CatalogSource interface {
+	// Sync makes the source refresh exactly the enabled providers that set
+	// catalog_refresh.
+	Sync(providers []*Provider)
+	// Models returns the provider's refreshed catalog (its static entries
+	// merged in), or false when it is not refreshed.
+	Models(provider string) ([]catalog.Model, bool)
+	// Version changes whenever a refreshed catalog does.
+	Version() uint64
 }
 
 // ModelLoader makes the host's local models match a pipeline's [[model]]
@@ -76,7 +93,10 @@ type Pipeline struct {
 	response []*Layer // layers in the response phase, in reverse order
 	stream   []*Layer // layers in the stream phase, in reverse order
 
-	descriptions []routing.ProviderDescription // enabled providers, for intent routing
+	catalogs CatalogSource
+	descMu   sync.Mutex
+	descVer  atomic.Uint64
+	desc     atomic.Pointer[[]routing.ProviderDescription] // enabled providers, for intent routing
 
 	log     *slog.Logger
 	active  atomic.Int64
@@ -95,7 +115,7 @@ func Build(ctx context.Context, cfg *config.Config, deps Deps) (*Pipeline, error
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	p := &Pipeline{Config: cfg, log: deps.Log, done: make(chan struct{})}
+	p := &Pipeline{Config: cfg, log: deps.Log, done: make(chan struct{}), catalogs: deps.Catalogs}
 	switch {
 	case deps.Models != nil:
 		if err := deps.Models.Sync(cfg.Models, cfg.ModelSpecs); err != nil {
@@ -219,8 +239,11 @@ func (p *Pipeline) link() error {
 		if d := pr.Plugin.Descriptor(); d.Kind != "provider" {
 			errs = append(errs, fmt.Errorf("%s:%d: provider %s: %s is a %s plugin", p.Config.Path, pr.Spec.Line, pr.Spec.Name, pr.Spec.Plugin, d.Kind))
 		}
-		p.descriptions = append(p.descriptions, pr.Spec.Description())
 	}
+	if p.catalogs != nil {
+		p.catalogs.Sync(p.Providers)
+	}
+	p.buildDescriptions()
 	return errors.Join(errs...)
 }
 

@@ -158,8 +158,49 @@ func (p *Pipeline) DecodeStream(ctx context.Context, x *Exchange, pr *Provider, 
 }
 
 // Descriptions are what the intent resolver knows about the enabled
-// providers, in pipeline.toml order (sdk/routing).
-func (p *Pipeline) Descriptions() []routing.ProviderDescription { return p.descriptions }
+// providers, in pipeline.toml order (sdk/routing): their traits and
+// catalogs, the refreshed ones when the backend's /models is fetched. They
+// are rebuilt only when a refreshed catalog changed: one atomic load on the
+// request path.
+func (p *Pipeline) Descriptions() []routing.ProviderDescription {
+	if p.catalogs != nil && p.catalogs.Version() != p.descVer.Load() {
+		p.buildDescriptions()
+	}
+	return *p.desc.Load()
+}
+
+func (p *Pipeline) buildDescriptions() {
+	p.descMu.Lock()
+	defer p.descMu.Unlock()
+	var ver uint64
+	if p.catalogs != nil {
+		ver = p.catalogs.Version()
+	}
+	var ds []routing.ProviderDescription
+	for _, pr := range p.Providers {
+		if !pr.Enabled || pr.Plugin == nil {
+			continue
+		}
+		spec := pr.Spec
+		if p.catalogs != nil {
+			if ms, ok := p.catalogs.Models(spec.Name); ok {
+				spec.Catalog = ms
+			}
+		}
+		ds = append(ds, spec.Description())
+	}
+	p.desc.Store(&ds)
+	p.descVer.Store(ver)
+}
+
+// CatalogAuth is the Authorization header value for fetching the provider's
+// catalog with its credential ("" without one). It never leaves the host.
+func (pr *Provider) CatalogAuth() string {
+	if pr.secret == "" {
+		return ""
+	}
+	return "Bearer " + pr.secret
+}
 
 // Provider returns the enabled provider named name, or nil.
 func (p *Pipeline) Provider(name string) *Provider {
