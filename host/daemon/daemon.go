@@ -100,6 +100,8 @@ func New(ctx context.Context, path string, opts Options) (_ *Daemon, err error) 
 	d.closeAll = append(d.closeAll, d.Vectors.Close)
 	cats := newCatalogs(d.Log, d.Metrics)
 	d.closeAll = append(d.closeAll, cats.close)
+	pings := newProbes(d.Health)
+	d.closeAll = append(d.closeAll, pings.close)
 
 	d.Manager, err = pipeline.NewManager(ctx, path, pipeline.Deps{
 		Log:      d.Log,
@@ -108,6 +110,7 @@ func New(ctx context.Context, path string, opts Options) (_ *Daemon, err error) 
 		Metrics:  d.Metrics,
 		Models:   d.Models,
 		Catalogs: cats,
+		Watchers: []pipeline.ProviderWatcher{pings},
 		Services: sandbox.Services{
 			Models:    d.Models,
 			Vectors:   d.Vectors,

@@ -44,7 +44,15 @@ type Deps struct {
 	// Catalogs refreshes the providers' model catalogs from their backends
 	// (catalog_refresh); nil: the static [[provider.model]] entries only.
 	Catalogs CatalogSource
+	// Watchers learn the enabled providers of every pipeline built (the
+	// health tracker's active probes).
+	Watchers []ProviderWatcher
 	Getenv   func(string) string // credential lookup; nil means os.Getenv
+}
+
+// ProviderWatcher is told the providers of each new pipeline.
+type ProviderWatcher interface {
+	Sync(providers []*Provider)
 }
 
 // CatalogSource keeps refreshed model catalogs (host/daemon owns one, so
@@ -94,6 +102,7 @@ type Pipeline struct {
 	stream   []*Layer // layers in the stream phase, in reverse order
 
 	catalogs CatalogSource
+	watchers []ProviderWatcher
 	descMu   sync.Mutex
 	descVer  atomic.Uint64
 	desc     atomic.Pointer[[]routing.ProviderDescription] // enabled providers, for intent routing
@@ -115,7 +124,7 @@ func Build(ctx context.Context, cfg *config.Config, deps Deps) (*Pipeline, error
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	p := &Pipeline{Config: cfg, log: deps.Log, done: make(chan struct{}), catalogs: deps.Catalogs}
+	p := &Pipeline{Config: cfg, log: deps.Log, done: make(chan struct{}), catalogs: deps.Catalogs, watchers: deps.Watchers}
 	switch {
 	case deps.Models != nil:
 		if err := deps.Models.Sync(cfg.Models, cfg.ModelSpecs); err != nil {
@@ -240,11 +249,17 @@ func (p *Pipeline) link() error {
 			errs = append(errs, fmt.Errorf("%s:%d: provider %s: %s is a %s plugin", p.Config.Path, pr.Spec.Line, pr.Spec.Name, pr.Spec.Plugin, d.Kind))
 		}
 	}
+	if err := errors.Join(errs...); err != nil {
+		return err // the old pipeline keeps serving: leave its catalogs and probes be
+	}
 	if p.catalogs != nil {
 		p.catalogs.Sync(p.Providers)
 	}
+	for _, w := range p.watchers {
+		w.Sync(p.Providers)
+	}
 	p.buildDescriptions()
-	return errors.Join(errs...)
+	return nil
 }
 
 // Acquire marks a request as running on p. It returns false when p was retired
