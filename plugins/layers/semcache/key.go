@@ -218,29 +218,6 @@ func agree(a, b wordSet) bool {
 	return true
 }
 
-// encodeWords is the stored form of a word set: the salient words, a tab,
-// then every word, space-separated.
-func encodeWords(ws wordSet) string {
-	all := make([]string, 0, len(ws.words))
-	for w := range ws.words {
-		all = append(all, w)
-	}
-	sort.Strings(all)
-	return strings.Join(ws.salient, " ") + "\t" + strings.Join(all, " ")
-}
-
-func decodeWords(s string) wordSet {
-	sal, all, _ := strings.Cut(s, "\t")
-	ws := wordSet{words: map[string]bool{}}
-	if sal != "" {
-		ws.salient = strings.Split(sal, " ")
-	}
-	for _, w := range strings.Fields(all) {
-		ws.words[w] = true
-	}
-	return ws
-}
-
 func hasDigit(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= '0' && s[i] <= '9' {

@@ -271,43 +271,37 @@ func regimeOf(m *wire.Meta) string {
 	return cfg.regime
 }
 
-// guardOf is what an entry stores for the guard: the part that must match
-// exactly (the model, by default, and the tool set), a newline, and the
-// cache text's word set (key.go) when the word guard is on.
-func guardOf(req *wire.Request, text string) (exact string, ws wordSet, stored string) {
-	exact = toolNames(req)
+// exactGuard is the part of the guard that must match exactly: the model
+// (unless match_model is off) and the tool set.
+func exactGuard(req *wire.Request) string {
+	g := toolNames(req)
 	if cfg.matchModel {
-		exact = req.Model + "|" + exact
+		g = req.Model + "|" + g
 	}
-	stored = exact + "\n"
-	if cfg.guard {
-		ws = words(text)
-		stored += encodeWords(ws)
-	}
-	return exact, ws, stored
+	return g
 }
 
-// passes reports whether a stored entry's guard admits the query.
-func passes(stored, exact string, ws wordSet) bool {
-	e, w, ok := strings.Cut(stored, "\n")
-	if !ok || e != exact {
-		return false
-	}
-	return !cfg.guard || agree(ws, decodeWords(w))
-}
-
-// scopes are the partitions to search, in order, and the one to store in.
-func scopes(private bool) (search []plugin.VectorScope, store plugin.VectorScope) {
+// searchScopes are the partitions to search, in order.
+func searchScopes() []plugin.VectorScope {
 	switch cfg.isolation {
 	case shared:
-		return []plugin.VectorScope{plugin.SharedScope}, plugin.SharedScope
+		return []plugin.VectorScope{plugin.SharedScope}
 	case tiered:
-		if private {
-			return []plugin.VectorScope{plugin.TenantScope, plugin.SharedScope}, plugin.TenantScope
-		}
-		return []plugin.VectorScope{plugin.TenantScope, plugin.SharedScope}, plugin.SharedScope
+		return []plugin.VectorScope{plugin.TenantScope, plugin.SharedScope}
 	}
-	return []plugin.VectorScope{plugin.TenantScope}, plugin.TenantScope
+	return []plugin.VectorScope{plugin.TenantScope}
+}
+
+// storeScope is the partition an entry with this cache text goes to: in
+// tiered mode, private material stays with its tenant.
+func storeScope(text string) plugin.VectorScope {
+	switch {
+	case cfg.isolation == shared:
+		return plugin.SharedScope
+	case cfg.isolation == tiered && !private(text, cfg.strategy):
+		return plugin.SharedScope
+	}
+	return plugin.TenantScope
 }
 
 // invalidateOnRegimeChange drops market-analysis entries of the partitions
@@ -352,12 +346,13 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 		return fmt.Errorf("semcache: %w", err)
 	}
 	vec := vecs[0]
-	exact, ws, guard := guardOf(&req.Request, text)
-	isPrivate := private(text, cfg.strategy)
-	search, storeScope := scopes(isPrivate)
+	exact := exactGuard(&req.Request)
 	res.Headers = append(res.Headers, wire.KV{Key: HeaderDomain, Value: domain})
 
-	for _, sc := range search {
+	// The word guard runs only on candidates above the threshold — a miss,
+	// the common case, never splits a text into words.
+	var qws *wordSet
+	for _, sc := range searchScopes() {
 		// Several near neighbours: the nearest may fail the guard while the
 		// next one passes it.
 		ms, err := plugin.VectorSearch(sc, vec, 4, threshold)
@@ -366,14 +361,24 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 		}
 		for _, m := range ms {
 			plugin.Observe(metricSimilarity, float64(m.Score))
-			entryGuard, entry, ok := splitPayload(m.Payload)
+			entryExact, entryText, entry, ok := splitPayload(m.Payload)
 			if !ok {
 				plugin.CounterAdd(metricErrors, 1)
 				continue
 			}
-			if !passes(entryGuard, exact, ws) {
+			if entryExact != exact {
 				plugin.CounterAdd(metricGuardMisses, 1)
 				continue
+			}
+			if cfg.guard {
+				if qws == nil {
+					w := words(text)
+					qws = &w
+				}
+				if !agree(*qws, words(entryText)) {
+					plugin.CounterAdd(metricGuardMisses, 1)
+					continue
+				}
 			}
 			resp, storedMs, err := respcache.DecodeEntry(entry)
 			if err != nil {
@@ -399,14 +404,9 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 		}
 	}
 
-	ttl := regimeTTL[regime](cfg.baseTTL)
-	var tags []string
-	if hasAny(strings.ToLower(text), cfg.market) {
-		tags = append(tags, tagMarket)
-	}
 	res.Headers = append(res.Headers, wire.KV{Key: HeaderCache, Value: "miss"})
 	res.Annotations = append(res.Annotations, wire.KV{Key: AnnotationMiss,
-		Value: encodeMiss(miss{id: entryID(text, guard), vec: vec, guard: guard, ttl: ttl, scope: storeScope, tags: tags})})
+		Value: encodeMiss(miss{id: entryID(text, exact), vec: vec, exact: exact, text: text, ttl: regimeTTL[regime](cfg.baseTTL)})})
 	plugin.CounterAdd(metricMisses, 1)
 	return nil
 }
@@ -420,10 +420,10 @@ func hasAny(s string, markers []string) bool {
 	return false
 }
 
-// entryID names an entry by its cache text and guard: the same question
-// stored again replaces the old answer instead of adding a twin.
-func entryID(text, guard string) string {
-	sum := plugin.SHA256([]byte(guard + "\x00" + text))
+// entryID names an entry by its cache text and exact guard: the same
+// question stored again replaces the old answer instead of adding a twin.
+func entryID(text, exact string) string {
+	sum := plugin.SHA256([]byte(exact + "\x00" + text))
 	return hex.EncodeToString(sum[:16])
 }
 
@@ -431,21 +431,19 @@ func entryID(text, guard string) string {
 type miss struct {
 	id    string
 	vec   []float32
-	guard string
+	exact string
+	text  string
 	ttl   time.Duration
-	scope plugin.VectorScope
-	tags  []string
 }
 
 // encodeMiss packs a miss into an annotation value (base64 of a compact
 // binary record; the vector is 4 bytes a dimension).
 func encodeMiss(m miss) string {
-	b := make([]byte, 0, 64+4*len(m.vec)+len(m.guard))
+	b := make([]byte, 0, 64+4*len(m.vec)+len(m.exact)+len(m.text))
 	b = appendStr(b, m.id)
-	b = appendStr(b, m.guard)
+	b = appendStr(b, m.exact)
+	b = appendStr(b, m.text)
 	b = binary.AppendUvarint(b, uint64(m.ttl.Milliseconds()))
-	b = binary.AppendUvarint(b, uint64(m.scope))
-	b = appendStr(b, strings.Join(m.tags, ","))
 	b = binary.AppendUvarint(b, uint64(len(m.vec)))
 	for _, f := range m.vec {
 		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(f))
@@ -460,12 +458,9 @@ func decodeMiss(s string) (m miss, ok bool) {
 	}
 	r := reader{b: b}
 	m.id = r.str()
-	m.guard = r.str()
+	m.exact = r.str()
+	m.text = r.str()
 	m.ttl = time.Duration(r.uvarint()) * time.Millisecond
-	m.scope = plugin.VectorScope(r.uvarint())
-	if t := r.str(); t != "" {
-		m.tags = strings.Split(t, ",")
-	}
 	n := r.uvarint()
 	if r.bad || n > 8192 || uint64(len(r.b)) != 4*n {
 		return m, false
@@ -477,16 +472,19 @@ func decodeMiss(s string) (m miss, ok bool) {
 	return m, true
 }
 
-// The payload stored beside a vector: the guard, then the entry.
-func joinPayload(guard string, entry []byte) []byte {
-	b := appendStr(make([]byte, 0, len(guard)+len(entry)+4), guard)
+// The payload stored beside a vector: the exact guard, the cache text (for
+// the word guard of later lookups), then the entry.
+func joinPayload(exact, text string, entry []byte) []byte {
+	b := appendStr(make([]byte, 0, len(exact)+len(text)+len(entry)+8), exact)
+	b = appendStr(b, text)
 	return append(b, entry...)
 }
 
-func splitPayload(p []byte) (guard string, entry []byte, ok bool) {
+func splitPayload(p []byte) (exact, text string, entry []byte, ok bool) {
 	r := reader{b: p}
-	guard = r.str()
-	return guard, r.b, !r.bad
+	exact = r.str()
+	text = r.str()
+	return exact, text, r.b, !r.bad
 }
 
 func appendStr(b []byte, s string) []byte {
@@ -526,11 +524,15 @@ func store(m miss, r *wire.Response) {
 		return
 	}
 	entry := respcache.EncodeEntry(&enc, r, plugin.Now().UnixMilli())
-	if len(entry) > cfg.maxEntryBytes {
+	if len(entry)+len(m.text) > cfg.maxEntryBytes {
 		plugin.CounterAdd(metricSkips, 1)
 		return
 	}
-	if err := plugin.VectorInsert(m.scope, m.id, m.vec, m.ttl, m.tags, joinPayload(m.guard, entry)); err != nil {
+	var tags []string
+	if hasAny(strings.ToLower(m.text), cfg.market) {
+		tags = append(tags, tagMarket)
+	}
+	if err := plugin.VectorInsert(storeScope(m.text), m.id, m.vec, m.ttl, tags, joinPayload(m.exact, m.text, entry)); err != nil {
 		plugin.CounterAdd(metricErrors, 1)
 		plugin.Logf(plugin.LevelWarn, "semcache: storing an entry failed: %v", err)
 		return
