@@ -254,43 +254,20 @@ func TestCheck(t *testing.T) {
 }
 
 // defaultLayers are the layers of the repository's default pipeline.toml.
-const defaultLayers = `
-[[layer]]
-name = "pii"
-plugin = "pii.wasm"
-trusted = true
-[[layer]]
-name = "hashcache"
-plugin = "hashcache.wasm"
-on_error = "fail-open"
-trusted = true
-[[layer]]
-name = "toolprune"
-plugin = "toolprune.wasm"
-phases = ["request"]
-on_error = "fail-open"
-trusted = true
-[[layer]]
-name = "promptcache"
-plugin = "promptcache.wasm"
-phases = ["request"]
-on_error = "fail-open"
-trusted = true
-[[layer]]
-name = "affinity"
-plugin = "affinity.wasm"
-on_error = "fail-open"
-trusted = true
-`
-
 // BenchmarkColdStart measures process start to first answer with a warm
 // compilation cache (the first start fills it), and the idle RSS after it:
 // with the simulated provider alone, and with the default pipeline's five
 // layers in front of it.
 func BenchmarkColdStart(b *testing.B) {
-	for _, tc := range []struct{ name, layers string }{{"sim-only", ""}, {"default-pipeline", defaultLayers}} {
+	for _, tc := range []struct {
+		name string
+		dir  func(testing.TB) string
+	}{
+		{"sim-only", func(tb testing.TB) string { return setup(tb, "") }},
+		{"pipeline.toml", defaultPipelineDir},
+	} {
 		b.Run(tc.name, func(b *testing.B) {
-			dir := setup(b, tc.layers)
+			dir := tc.dir(b)
 			warm := start(b, dir)
 			warm.waitReady(b, time.Now())
 			warm.cmd.Process.Kill()
@@ -315,37 +292,44 @@ func BenchmarkColdStart(b *testing.B) {
 	}
 }
 
-// The repository's own pipeline.toml — what `make run` serves — loads every
-// plugin it names and answers through its layers.
-func TestDefaultPipeline(t *testing.T) {
+// defaultPipelineDir lays out the repository's pipeline.toml as `make run`
+// serves it: every shipped plugin in build/plugins and the offline models
+// in build/models.
+func defaultPipelineDir(tb testing.TB) string {
+	tb.Helper()
 	root, err := wasmbuild.Root()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	src, err := os.ReadFile(filepath.Join(root, "pipeline.toml"))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	dir := t.TempDir()
+	dir := tb.TempDir()
 	pdir := filepath.Join(dir, "build", "plugins")
 	os.MkdirAll(pdir, 0o755)
 	for _, kind := range []string{"layers", "providers"} {
 		entries, _ := os.ReadDir(filepath.Join(root, "plugins", kind))
 		for _, e := range entries {
-			if err := os.Symlink(wasmbuild.MustBuild(t, "plugins/"+kind+"/"+e.Name()), filepath.Join(pdir, e.Name()+".wasm")); err != nil {
-				t.Fatal(err)
+			if err := os.Symlink(wasmbuild.MustBuild(tb, "plugins/"+kind+"/"+e.Name()), filepath.Join(pdir, e.Name()+".wasm")); err != nil {
+				tb.Fatal(err)
 			}
 		}
 	}
-	// The offline models `make models` built, where pipeline.toml expects them.
-	modeltest.Dir(t, modeltest.Glove)
+	modeltest.Dir(tb, modeltest.Glove)
 	if err := os.Symlink(filepath.Join(root, "build", "models"), filepath.Join(dir, "build", "models")); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "pipeline.toml"), src, 0o644); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	in := start(t, dir)
+	return dir
+}
+
+// The repository's own pipeline.toml — what `make run` serves — loads every
+// plugin it names and answers through its layers.
+func TestDefaultPipeline(t *testing.T) {
+	in := start(t, defaultPipelineDir(t))
 	in.waitReady(t, time.Now())
 	body := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"write to ann@example.com"}]}`
 	code, h, out, err := in.ask("/v1/chat/completions", body)
