@@ -14,6 +14,7 @@
 package plugin
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -319,6 +320,25 @@ func DecodeConfig(v any) error {
 		return nil
 	}
 	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("plugin config: %w", err)
+	}
+	return nil
+}
+
+// DecodeConfigStrict decodes the plugin's config table (JSON) into v and
+// refuses unknown keys, so a typo in pipeline.toml fails the pipeline's load
+// instead of being silently ignored. An empty table leaves v as it is.
+func DecodeConfigStrict(v any) error { return DecodeStrict(Config(), v) }
+
+// DecodeStrict decodes the JSON object b into v, refusing unknown fields;
+// empty input leaves v as it is.
+func DecodeStrict(b []byte, v any) error {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
 		return fmt.Errorf("plugin config: %w", err)
 	}
 	return nil

@@ -9,8 +9,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -125,12 +123,8 @@ func initLayer() error {
 // an error, so a typo fails the pipeline's load instead of being ignored.
 func decodeConfig(b []byte) (config, error) {
 	var rc rawConfig
-	if len(b) > 0 {
-		d := json.NewDecoder(bytes.NewReader(b))
-		d.DisallowUnknownFields()
-		if err := d.Decode(&rc); err != nil {
-			return config{}, fmt.Errorf("compress config: %w", err)
-		}
+	if err := plugin.DecodeStrict(b, &rc); err != nil {
+		return config{}, fmt.Errorf("compress config: %w", err)
 	}
 	c, err := parseConfig(&rc)
 	if err != nil {

@@ -11,7 +11,6 @@ package main
 import (
 	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -104,12 +103,8 @@ func main() {}
 
 func initConfig() error {
 	var rc rawConfig
-	if b := plugin.Config(); len(b) > 0 {
-		d := json.NewDecoder(bytes.NewReader(b))
-		d.DisallowUnknownFields()
-		if err := d.Decode(&rc); err != nil {
-			return fmt.Errorf("hashcache config: %w", err)
-		}
+	if err := plugin.DecodeConfigStrict(&rc); err != nil {
+		return fmt.Errorf("hashcache config: %w", err)
 	}
 	c, n, ignore, err := parseConfig(&rc)
 	if err != nil {

@@ -9,9 +9,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -87,12 +85,8 @@ func main() {}
 
 func initConfig() error {
 	var rc rawConfig
-	if b := plugin.Config(); len(b) > 0 {
-		d := json.NewDecoder(bytes.NewReader(b))
-		d.DisallowUnknownFields()
-		if err := d.Decode(&rc); err != nil {
-			return fmt.Errorf("injection config: %w", err)
-		}
+	if err := plugin.DecodeConfigStrict(&rc); err != nil {
+		return fmt.Errorf("injection config: %w", err)
 	}
 	c, err := parseConfig(&rc)
 	if err != nil {

@@ -15,7 +15,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -95,12 +94,8 @@ var customName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 // typo cannot silently leave a kind of data unmasked.
 func configure(js []byte) error {
 	var rc rawConfig
-	if len(bytes.TrimSpace(js)) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(js))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&rc); err != nil {
-			return fmt.Errorf("pii config: %w", err)
-		}
+	if err := plugin.DecodeStrict(js, &rc); err != nil {
+		return fmt.Errorf("pii config: %w", err)
 	}
 	cfg = config{maskSystem: true, mappingTTL: defaultTTL}
 	if rc.MaskSystem != nil {

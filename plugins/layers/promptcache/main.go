@@ -12,7 +12,6 @@ package main
 import (
 	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -91,12 +90,8 @@ func main() {}
 
 func initConfig() error {
 	var rc rawConfig
-	if b := plugin.Config(); len(b) > 0 {
-		d := json.NewDecoder(bytes.NewReader(b))
-		d.DisallowUnknownFields()
-		if err := d.Decode(&rc); err != nil {
-			return fmt.Errorf("promptcache config: %w", err)
-		}
+	if err := plugin.DecodeConfigStrict(&rc); err != nil {
+		return fmt.Errorf("promptcache config: %w", err)
 	}
 	c, err := parseConfig(&rc)
 	if err != nil {

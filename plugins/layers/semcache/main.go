@@ -8,11 +8,9 @@
 package main
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -137,12 +135,8 @@ func main() {}
 
 func initConfig() error {
 	var rc rawConfig
-	if b := plugin.Config(); len(b) > 0 {
-		d := json.NewDecoder(bytes.NewReader(b))
-		d.DisallowUnknownFields()
-		if err := d.Decode(&rc); err != nil {
-			return fmt.Errorf("semcache config: %w", err)
-		}
+	if err := plugin.DecodeConfigStrict(&rc); err != nil {
+		return fmt.Errorf("semcache config: %w", err)
 	}
 	c, err := parseConfig(&rc)
 	if err != nil {
@@ -436,19 +430,21 @@ type miss struct {
 	ttl   time.Duration
 }
 
-// encodeMiss packs a miss into an annotation value (base64 of a compact
-// binary record; the vector is 4 bytes a dimension).
+// encodeMiss packs a miss into an annotation value: base64 of the SDK's
+// wire encoding (the vector as raw little-endian float32s).
 func encodeMiss(m miss) string {
-	b := make([]byte, 0, 64+4*len(m.vec)+len(m.exact)+len(m.text))
-	b = appendStr(b, m.id)
-	b = appendStr(b, m.exact)
-	b = appendStr(b, m.text)
-	b = binary.AppendUvarint(b, uint64(m.ttl.Milliseconds()))
-	b = binary.AppendUvarint(b, uint64(len(m.vec)))
-	for _, f := range m.vec {
-		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(f))
+	var e wire.Encoder
+	e.Reset()
+	e.String(m.id)
+	e.String(m.exact)
+	e.String(m.text)
+	e.Uint(uint64(m.ttl.Milliseconds()))
+	vb := make([]byte, 4*len(m.vec))
+	for i, f := range m.vec {
+		binary.LittleEndian.PutUint32(vb[4*i:], math.Float32bits(f))
 	}
-	return base64.RawStdEncoding.EncodeToString(b)
+	e.Raw(vb)
+	return base64.RawStdEncoding.EncodeToString(e.Bytes())
 }
 
 func decodeMiss(s string) (m miss, ok bool) {
@@ -456,66 +452,35 @@ func decodeMiss(s string) (m miss, ok bool) {
 	if err != nil {
 		return m, false
 	}
-	r := reader{b: b}
-	m.id = r.str()
-	m.exact = r.str()
-	m.text = r.str()
-	m.ttl = time.Duration(r.uvarint()) * time.Millisecond
-	n := r.uvarint()
-	if r.bad || n > 8192 || uint64(len(r.b)) != 4*n {
+	d := wire.NewDecoder(b)
+	m.id, m.exact, m.text = d.String(), d.String(), d.String()
+	m.ttl = time.Duration(d.Uint()) * time.Millisecond
+	vb := d.Raw()
+	if d.Err() != nil || len(vb)%4 != 0 || len(vb) == 0 || len(vb) > 4*8192 {
 		return m, false
 	}
-	m.vec = make([]float32, n)
+	m.vec = make([]float32, len(vb)/4)
 	for i := range m.vec {
-		m.vec[i] = math.Float32frombits(binary.LittleEndian.Uint32(r.b[4*i:]))
+		m.vec[i] = math.Float32frombits(binary.LittleEndian.Uint32(vb[4*i:]))
 	}
 	return m, true
 }
 
-// The payload stored beside a vector: the exact guard, the cache text (for
-// the word guard of later lookups), then the entry.
+// The payload stored beside a vector (wire-encoded): the exact guard, the
+// cache text (for the word guard of later lookups), then the entry.
 func joinPayload(exact, text string, entry []byte) []byte {
-	b := appendStr(make([]byte, 0, len(exact)+len(text)+len(entry)+8), exact)
-	b = appendStr(b, text)
-	return append(b, entry...)
+	var e wire.Encoder
+	e.Reset()
+	e.String(exact)
+	e.String(text)
+	e.Raw(entry)
+	return e.Bytes()
 }
 
 func splitPayload(p []byte) (exact, text string, entry []byte, ok bool) {
-	r := reader{b: p}
-	exact = r.str()
-	text = r.str()
-	return exact, text, r.b, !r.bad
-}
-
-func appendStr(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-type reader struct {
-	b   []byte
-	bad bool
-}
-
-func (r *reader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.bad, r.b = true, nil
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) str() string {
-	n := r.uvarint()
-	if n > uint64(len(r.b)) {
-		r.bad, r.b = true, nil
-		return ""
-	}
-	s := string(r.b[:n])
-	r.b = r.b[n:]
-	return s
+	d := wire.NewDecoder(p)
+	exact, text, entry = d.String(), d.String(), d.Raw()
+	return exact, text, entry, d.Err() == nil
 }
 
 func store(m miss, r *wire.Response) {
