@@ -242,3 +242,34 @@ trusted = true
 		}
 	}
 }
+
+// Session affinity holds for intents too: after a failover put a session on
+// the premium provider, the session's next request stays there (its prompt
+// cache is warm) as long as that provider satisfies the intent.
+func TestIntentHonoursSessionAffinity(t *testing.T) {
+	testgateway.Plugins["affinity.wasm"] = "plugins/layers/affinity"
+	g, fakes := intentGateway(t, `
+[[layer]]
+name = "affinity"
+plugin = "affinity.wasm"
+trusted = true
+timeout = "2s"
+[layer.config]
+min_cache_tokens = 0
+`)
+	ask := `{"model":"auto","messages":[{"role":"user","content":"summarise the state of my positions"}]}`
+	fakes["cheap"].Script(fakeupstream.Fail(500), fakeupstream.Fail(500))
+	r := post(t, g.URL, "/v1/chat/completions", ask, "X-Bardo-Subsystem", "curator", "X-Bardo-Session", "agent-7")
+	if r.Header.Get("X-Bardo-Provider") != "premium" {
+		t.Fatalf("failover: %q", r.Header.Get("X-Bardo-Provider"))
+	}
+	r = post(t, g.URL, "/v1/chat/completions", ask, "X-Bardo-Subsystem", "curator", "X-Bardo-Session", "agent-7")
+	if r.Status != 200 || r.Header.Get("X-Bardo-Provider") != "premium" {
+		t.Fatalf("the session left its provider: %d %q", r.Status, r.Header.Get("X-Bardo-Provider"))
+	}
+	// Another session resolves as usual.
+	r = post(t, g.URL, "/v1/chat/completions", ask, "X-Bardo-Subsystem", "curator", "X-Bardo-Session", "agent-8")
+	if r.Header.Get("X-Bardo-Provider") != "cheap" {
+		t.Fatalf("a fresh session: %q", r.Header.Get("X-Bardo-Provider"))
+	}
+}

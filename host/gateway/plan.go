@@ -104,7 +104,23 @@ func (pl *planner) next() (*pipeline.Provider, string, *wire.Error) {
 		pr := pl.p.Provider(id)
 		return pr != nil && (pl.attempts == 0 || pr.Spec.Failover)
 	}
-	res, err := routing.Resolve(pl.intent, pl.p.Descriptions(), healthy)
+	descs := pl.p.Descriptions()
+	res, err := routing.Resolve(pl.intent, descs, healthy)
+	if pl.attempts == 0 && err == nil {
+		// Session affinity (a layer's bardo.route.prefer): the provider
+		// whose prompt cache is warm serves the intent when it can — only
+		// when it satisfies the intent, never in place of a requirement.
+		if want := annotation(pl.x.Meta.Annotations, AnnotationPrefer); want != "" && want != res.Provider {
+			for i := range descs {
+				if descs[i].ID == want {
+					if r2, err2 := routing.Resolve(pl.intent, descs[i:i+1], healthy); err2 == nil && len(r2.Degraded) <= len(res.Degraded) {
+						res = r2
+					}
+					break
+				}
+			}
+		}
+	}
 	if err != nil {
 		if pl.attempts > 0 {
 			return nil, "", nil // failover exhausted: report the upstream failure
@@ -149,6 +165,16 @@ func resolveError(err error) *wire.Error {
 		return &wire.Error{Status: 404, Kind: wire.ErrNotFound, Message: msg}
 	}
 	return &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest, Message: msg}
+}
+
+// annotation returns the last value of key in anns, or "".
+func annotation(anns []wire.KV, key string) string {
+	for i := len(anns) - 1; i >= 0; i-- {
+		if anns[i].Key == key {
+			return anns[i].Value
+		}
+	}
+	return ""
 }
 
 // setKV replaces or adds key in kvs.

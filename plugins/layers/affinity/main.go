@@ -320,9 +320,12 @@ func finish(m *wire.Meta) (string, int64) {
 	default:
 		plugin.CounterAdd(metricNew, 1)
 	}
-	model := annotation(m.Annotations, AnnotationModel)
+	// The model the caller asked for: the next request of the session asks
+	// for it again. (For "auto", routing chose the served model; the same
+	// intent resolves the same model at the preferred provider.)
+	model := m.Model
 	if model == "" {
-		model = m.Model
+		model = annotation(m.Annotations, AnnotationModel)
 	}
 	e := entry{provider: provider, model: model, tokens: tokens, prefix: prefix}
 	if err := plugin.KVPut(key, e.encode(), cfg.ttl); err != nil {
