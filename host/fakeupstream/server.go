@@ -174,6 +174,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.anthropicCountTokens(w, r, body)
 	case strings.HasPrefix(r.URL.Path, "/v1/messages") || r.Header.Get("anthropic-version") != "":
 		anthropicError(w, http.StatusNotFound, "not_found_error", "Not Found")
+	case s.venice(w, r, body): // Venice's /api/v1 paths, answered by the call (venice.go)
 	case s.gemini(w, r, body): // Gemini API paths, answered by the call (gemini.go)
 	default:
 		openAIError(w, http.StatusNotFound, "Invalid URL ("+r.Method+" "+r.URL.Path+")", "invalid_request_error", nil, nil)

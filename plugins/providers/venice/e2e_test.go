@@ -138,10 +138,18 @@ func TestPrivateAnswer(t *testing.T) {
 		t.Fatalf("upstream body %s", rec.Body)
 	}
 
-	r = apitest.Post(t, g.URL, "/v1/messages", anthropicAsk("llama-3.3-70b", "hello from anthropic", ""))
+	// An Anthropic caller may send venice_parameters too; its other unknown
+	// fields are Anthropic's and stay behind.
+	r = apitest.Post(t, g.URL, "/v1/messages", anthropicAsk("llama-3.3-70b", "hello from anthropic",
+		`,"venice_parameters":{"enable_web_citations":true},"metadata":{"user_id":"u-1"}`))
 	m = mustStatus(t, r, 200)
 	if m["type"] != "message" || at(m, "content", 0, "text") != "echo: hello from anthropic" {
 		t.Fatalf("anthropic answer %s", r.Body)
+	}
+	up = lastBody(t, fake)
+	if at(up, "venice_parameters", "enable_web_citations") != true || at(up, "venice_parameters", "enable_web_search") != "off" ||
+		up["metadata"] != nil || at(up, "messages", 0, "content") != "hello from anthropic" {
+		t.Fatalf("upstream body from an Anthropic caller %s", fake.Last().Body)
 	}
 }
 
@@ -149,12 +157,12 @@ func TestNoLogRefused(t *testing.T) {
 	g, fake := start(t, "")
 	for _, c := range []struct{ phrase, why string }{
 		{fakeupstream.PhraseVeniceNoPrivacy, "X-Venice-Privacy-Level missing"},
-		{fakeupstream.PhraseVeniceRetention + "=30d", `X-Venice-Retention-Policy is \"30d\"`},
-		{fakeupstream.PhraseVenicePrivacy + "=anonymized", `X-Venice-Privacy-Level is \"anonymized\"`},
+		{fakeupstream.PhraseVeniceRetention + "=30d", `X-Venice-Retention-Policy is "30d"`},
+		{fakeupstream.PhraseVenicePrivacy + "=anonymized", `X-Venice-Privacy-Level is "anonymized"`},
 	} {
 		fake.Reset()
 		msg := openAIError(t, apitest.Post(t, g.URL, "/v1/chat/completions", openAIAsk("llama-3.3-70b", "secret plan "+c.phrase, "")), 502)
-		if !strings.Contains(msg, "does not confirm no retention") || !strings.Contains(msg, strings.ReplaceAll(c.why, `\"`, `"`)) {
+		if !strings.Contains(msg, "does not confirm no retention") || !strings.Contains(msg, c.why) {
 			t.Errorf("%s (OpenAI): %q", c.phrase, msg)
 		}
 		msg = anthropicError(t, apitest.Post(t, g.URL, "/v1/messages", anthropicAsk("llama-3.3-70b", "secret plan "+c.phrase, "")), 502)

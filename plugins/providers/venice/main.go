@@ -243,8 +243,9 @@ func encode(in *wire.EncodeInput, res *wire.EncodeResult) error {
 		Stream:   req.Stream,
 	}
 	if req.Stream {
-		// Only reached for unverified streams (streamCheck): nothing of the
-		// stream is checked, so the host may as well decode it natively.
+		// Only private models get here, with the header check off or
+		// waived for streams (streamCheck): nothing of the stream is
+		// checked, so the host may as well decode it natively.
 		call.ResponseDialect = wire.DialectOpenAI
 	}
 	res.Call = call

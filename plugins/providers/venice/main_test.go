@@ -133,6 +133,11 @@ func TestEncodeCall(t *testing.T) {
 	if res.Error == nil || res.Error.Status != 500 {
 		t.Fatalf("no base_url: %+v", res)
 	}
+
+	h2 := plugintest.New(t, `{"include_venice_system_prompt":true}`)
+	if _, body := encodeOK(t, h2, input("llama-3.3-70b", hello())); veniceParamsOf(t, body)["include_venice_system_prompt"] != true {
+		t.Fatalf("include_venice_system_prompt from config: %v", body)
+	}
 }
 
 func TestStripThinkingPerSubsystem(t *testing.T) {
