@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/bardoinference/bardo/host/pipeline"
@@ -23,26 +22,25 @@ const AnnotationSubsystem = "bardo.route.subsystem"
 const defaultCompleteMaxTokens = 1024
 
 // Complete serves the complete host function (sandbox.Completer): a plugin's
-// internal, non-streamed completion, routed and failed over like a caller's
-// request. It skips the layers on purpose: a layer must not recurse into
-// itself, and the text it passes already went through the layers before it
-// (L7 masks personal data before L5 summarises, so nothing private leaves).
+// internal, non-streamed completion of a whole canonical request (tools and
+// tool blocks included, so a layer can run a tool loop), routed and failed
+// over like a caller's request. It skips the layers on purpose: a layer must
+// not recurse into itself, and what it passes already went through the
+// layers before it (L7 masks personal data before L5 summarises, so nothing
+// private leaves).
 func (g *Gateway) Complete(ctx context.Context, tenant string, c sandbox.Completion) (sandbox.CompletionResult, error) {
 	if g.Pipelines == nil {
 		return sandbox.CompletionResult{}, errors.New("the gateway is not serving yet")
 	}
-	req := &wire.Request{Model: c.Model}
-	if c.System != "" {
-		req.System = []wire.Block{{Type: wire.BlockText, Text: c.System}}
+	req := c.Request
+	if req == nil || len(req.Messages) == 0 {
+		return sandbox.CompletionResult{}, errors.New("an internal completion needs messages")
 	}
-	for i, t := range c.Texts {
-		req.Messages = append(req.Messages, wire.Message{Role: c.Roles[i], Content: []wire.Block{{Type: wire.BlockText, Text: t}}})
-	}
-	req.Params.MaxTokens = int64(c.MaxTokens)
-	if req.Params.MaxTokens <= 0 {
+	req.Stream = false
+	if req.Params.Set&wire.HasMaxTokens == 0 || req.Params.MaxTokens <= 0 {
 		req.Params.MaxTokens = defaultCompleteMaxTokens
+		req.Params.Set |= wire.HasMaxTokens
 	}
-	req.Params.Set |= wire.HasMaxTokens
 
 	p, release := g.Pipelines.Acquire()
 	defer release()
@@ -85,13 +83,7 @@ func (g *Gateway) Complete(ctx context.Context, tenant string, c sandbox.Complet
 				if werr != nil {
 					return sandbox.CompletionResult{}, errors.New(werr.Message)
 				}
-				return sandbox.CompletionResult{
-					Text:         responseText(resp),
-					Provider:     route.Provider,
-					Model:        route.Model,
-					InputTokens:  int(resp.Usage.InputTokens + resp.Usage.CacheReadTokens),
-					OutputTokens: int(resp.Usage.OutputTokens),
-				}, nil
+				return sandbox.CompletionResult{Response: resp, Provider: route.Provider, Model: route.Model}, nil
 			}
 			last = out.err
 			if !out.transient {
@@ -177,15 +169,4 @@ func (g *Gateway) completeResponse(ctx context.Context, p *pipeline.Pipeline, pr
 		return r, nil
 	}
 	return p.Decode(ctx, x, pr, route, out.resp.Status, out.resp.Headers, out.resp.Body)
-}
-
-// responseText joins a response's text blocks.
-func responseText(r *wire.Response) string {
-	var b strings.Builder
-	for _, bl := range r.Content {
-		if bl.Type == wire.BlockText {
-			b.WriteString(bl.Text)
-		}
-	}
-	return b.String()
 }

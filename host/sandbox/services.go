@@ -57,23 +57,22 @@ type Vectors interface {
 }
 
 // Completion is an internal completion a plugin asks the gateway for (L5's
-// summaries): routed by intent like any request, billed to the tenant.
+// summaries, L4's meta-tool loop): routed by intent like any request, billed
+// to the tenant.
 type Completion struct {
 	Subsystem string // routing intent, e.g. "session_compact"
-	Model     string // optional explicit model
-	System    string
-	Roles     []string
-	Texts     []string
-	MaxTokens int
+	// Request is the whole canonical request: model (empty or "auto": by
+	// the subsystem's intent), system, messages with any blocks (tool_use,
+	// tool_result…), tools, tool_choice, params and extra fields. It is
+	// never streamed. The Completer may modify it.
+	Request *wire.Request
 }
 
 // CompletionResult is what the completion produced.
 type CompletionResult struct {
-	Text         string
-	Provider     string
-	Model        string
-	InputTokens  int
-	OutputTokens int
+	Response *wire.Response // content blocks (text, tool_use…), stop reason, usage
+	Provider string         // the provider that answered
+	Model    string         // the model it was routed to
 }
 
 // Completer performs internal completions for the complete host function.
@@ -297,39 +296,100 @@ func svcVectorDelete(_ context.Context, cs *callState, d *wire.Decoder, e *wire.
 	return nil
 }
 
+// svcComplete serves complete. The request's first fields are the original
+// text-only form (subsystem, model, system, roles, texts, max tokens); a
+// general request appends the whole canonical request, encoded as a
+// LayerRequest (its Meta unused), and leaves roles and texts empty. The
+// reply's first fields are the original ones (text, provider, model, input
+// and output tokens), followed by the whole response, encoded as a
+// LayerResponseResult. Both additions are appended fields (docs/abi.md,
+// "Versioning"): a plugin built before them still works, and reads only the
+// fields it knows.
 func svcComplete(ctx context.Context, cs *callState, d *wire.Decoder, e *wire.Encoder) error {
 	c := cs.p.opts.Services.Completer
 	if c == nil {
 		return fmt.Errorf("complete: internal completions are %w", errNoService)
 	}
-	req := Completion{
-		Subsystem: d.String(),
-		Model:     d.String(),
-		System:    d.String(),
-		Roles:     d.Strings(),
-		Texts:     d.Strings(),
-		MaxTokens: int(d.Uint()),
-	}
-	if d.Err() != nil || len(req.Roles) != len(req.Texts) || len(req.Texts) == 0 {
-		return fmt.Errorf("complete: %w", errBadInput)
-	}
-	// The strings alias guest memory, which the completion outlives only in
-	// the sense of time, not of this call; still, copy: the completion may be
-	// handed to other goroutines (upstream pool, events).
-	req.Subsystem, req.Model, req.System = clone(req.Subsystem), clone(req.Model), clone(req.System)
-	for i := range req.Texts {
-		req.Roles[i], req.Texts[i] = clone(req.Roles[i]), clone(req.Texts[i])
-	}
-	res, err := c.Complete(ctx, cs.info.Tenant, req)
+	req, subsystem, err := decodeCompletion(d)
 	if err != nil {
 		return fmt.Errorf("complete: %w", err)
 	}
-	e.String(res.Text)
+	res, err := c.Complete(ctx, cs.info.Tenant, Completion{Subsystem: subsystem, Request: req})
+	if err != nil {
+		return fmt.Errorf("complete: %w", err)
+	}
+	resp := res.Response
+	if resp == nil {
+		resp = &wire.Response{}
+	}
+	e.String(responseText(resp))
 	e.String(res.Provider)
 	e.String(res.Model)
-	e.Uint(uint64(res.InputTokens))
-	e.Uint(uint64(res.OutputTokens))
+	e.Uint(uint64(max(0, resp.Usage.InputTokens+resp.Usage.CacheReadTokens)))
+	e.Uint(uint64(max(0, resp.Usage.OutputTokens)))
+	var full wire.Encoder
+	(&wire.LayerResponseResult{Replaced: true, Response: *resp}).Encode(&full)
+	e.Raw(full.Bytes())
 	return nil
+}
+
+// decodeCompletion reads a complete request in either form. Everything
+// decoded is copied out of guest memory first: the completion is handed to
+// other goroutines (upstream pool, events).
+func decodeCompletion(d *wire.Decoder) (*wire.Request, string, error) {
+	subsystem := clone(d.String())
+	model := d.String()
+	system := d.String()
+	roles := d.Strings()
+	texts := d.Strings()
+	maxTokens := d.Uint()
+	if d.Err() != nil || len(roles) != len(texts) {
+		return nil, "", errBadInput
+	}
+	// The appended request; its absence (a plugin built before it) reads
+	// as a truncation, which is no error here.
+	if full := d.Raw(); d.Err() == nil && len(full) > 0 {
+		var lr wire.LayerRequest
+		if err := lr.Decode(append([]byte(nil), full...)); err != nil {
+			return nil, "", fmt.Errorf("%w: %v", errBadInput, err)
+		}
+		if len(lr.Request.Messages) == 0 {
+			return nil, "", fmt.Errorf("%w: no messages", errBadInput)
+		}
+		return &lr.Request, subsystem, nil
+	}
+	if len(texts) == 0 {
+		return nil, "", errBadInput
+	}
+	req := &wire.Request{Model: clone(model)}
+	if system != "" {
+		req.System = []wire.Block{{Type: wire.BlockText, Text: clone(system)}}
+	}
+	for i, t := range texts {
+		req.Messages = append(req.Messages, wire.Message{Role: clone(roles[i]), Content: []wire.Block{{Type: wire.BlockText, Text: clone(t)}}})
+	}
+	if maxTokens > 0 {
+		req.Params.MaxTokens = int64(min(maxTokens, math.MaxInt32))
+		req.Params.Set |= wire.HasMaxTokens
+	}
+	return req, subsystem, nil
+}
+
+// responseText joins a response's text blocks.
+func responseText(r *wire.Response) string {
+	n := 0
+	for i := range r.Content {
+		if r.Content[i].Type == wire.BlockText {
+			n += len(r.Content[i].Text)
+		}
+	}
+	b := make([]byte, 0, n)
+	for i := range r.Content {
+		if r.Content[i].Type == wire.BlockText {
+			b = append(b, r.Content[i].Text...)
+		}
+	}
+	return string(b)
 }
 
 func clone(s string) string { return string(append([]byte(nil), s...)) }

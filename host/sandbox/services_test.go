@@ -2,7 +2,9 @@ package sandbox_test
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -94,5 +96,114 @@ func TestServicesAbsent(t *testing.T) {
 		if h := command(t, p, "t", cmd); !strings.Contains(h["Error"], "not offered by this host") {
 			t.Errorf("%s: %v", cmd, h)
 		}
+	}
+}
+
+// fakeCompleter records the completions it serves and answers with resp.
+type fakeCompleter struct {
+	mu     sync.Mutex
+	got    []sandbox.Completion
+	tenant []string
+	resp   wire.Response
+	err    error
+}
+
+func (f *fakeCompleter) Complete(_ context.Context, tenant string, c sandbox.Completion) (sandbox.CompletionResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.got = append(f.got, c)
+	f.tenant = append(f.tenant, tenant)
+	if f.err != nil {
+		return sandbox.CompletionResult{}, f.err
+	}
+	r := f.resp
+	return sandbox.CompletionResult{Response: &r, Provider: "up", Model: "m-1"}, nil
+}
+
+func (f *fakeCompleter) last(t *testing.T) sandbox.Completion {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.got) == 0 {
+		t.Fatal("no completion reached the completer")
+	}
+	return f.got[len(f.got)-1]
+}
+
+// The complete service under the real runtime: the whole-request form
+// carries tools, tool blocks, tool_choice and params to the completer and
+// brings its whole response back (tool calls included, and larger than the
+// guest's first buffer); the text-only SDK call rides on it; and the
+// original text-only wire form of a plugin built before still works.
+func TestServiceComplete(t *testing.T) {
+	long := strings.Repeat("all quiet on the western front; ", 20) // a 640-byte reply
+	fc := &fakeCompleter{resp: wire.Response{
+		ID: "r1", Model: "m-1",
+		Content: []wire.Block{
+			{Type: wire.BlockText, Text: long},
+			{Type: wire.BlockToolUse, ID: "call_9", Name: "get_weather", Data: []byte(`{"city":"Paris"}`)},
+		},
+		StopReason: wire.StopToolUse,
+		Usage:      wire.Usage{InputTokens: 120, OutputTokens: 7, CacheReadTokens: 30},
+	}}
+	p, err := sandbox.Load(context.Background(), sandbox.Options{
+		Name: "svc", Path: wasmbuild.MustBuild(t, "testplugins/services"), Trusted: true,
+		MemoryLimit: 64 << 20, PoolSize: 1, Timeout: 5 * time.Second,
+		Config: []byte(`{"model":"gpt-4o"}`), Services: sandbox.Services{Completer: fc},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+
+	h := command(t, p, "acme", "call-tool and the weather in Paris?")
+	if h["Error"] != "" || h["Call"] != `call_9 get_weather {"city":"Paris"}` || h["Text"] != long ||
+		h["Stop"] != wire.StopToolUse || h["Usage"] != "120/7" {
+		t.Fatalf("call-tool: %v", h)
+	}
+	c := fc.last(t)
+	r := c.Request
+	if c.Subsystem != "tool_meta" || fc.tenant[len(fc.tenant)-1] != "acme" || r.Model != "gpt-4o" ||
+		len(r.System) != 1 || r.System[0].Text != "Use the tools." || len(r.Tools) != 2 ||
+		r.Tools[1].Name != "get_weather" || !strings.Contains(string(r.Tools[1].Schema), `"city"`) ||
+		string(r.ToolChoice) != `{"type":"any"}` || r.Params.MaxTokens != 77 || r.Params.Temperature != 0.5 ||
+		r.Params.Set != wire.HasMaxTokens|wire.HasTemperature || len(r.Messages) != 3 {
+		t.Fatalf("the completer got %+v", r)
+	}
+	if b := r.Messages[1].Content[0]; b.Type != wire.BlockToolUse || b.ID != "call_1" || b.Name != "get_time" || string(b.Data) != `{}` {
+		t.Fatalf("tool_use in the history: %+v", b)
+	}
+	if m := r.Messages[2]; len(m.Content) != 2 || m.Content[0].Type != wire.BlockToolResult || m.Content[0].ID != "call_1" ||
+		m.Content[0].Text != "12:00" || m.Content[1].Text != "and the weather in Paris?" {
+		t.Fatalf("tool_result in the history: %+v", m)
+	}
+
+	// The text-only call (L5's) on top of the whole-request form.
+	h = command(t, p, "acme", "summarise the morning")
+	if h["Error"] != "" || h["Summary"] != long || h["Summary-Provider"] != "up" {
+		t.Fatalf("summarise: %v", h)
+	}
+	r = fc.last(t).Request
+	if fc.last(t).Subsystem != "session_compact" || r.Model != "gpt-4o" || len(r.Messages) != 1 || r.Messages[0].Role != "user" ||
+		r.Messages[0].Content[0].Text != "the morning" || r.Params.MaxTokens != 50 || r.Params.Set&wire.HasMaxTokens == 0 || len(r.Tools) != 0 {
+		t.Fatalf("summarise: the completer got %+v", r)
+	}
+
+	// A plugin built before the whole-request form.
+	h = command(t, p, "acme", "summarise-v0 the evening")
+	if h["Error"] != "" || h["Summary"] != long || h["Summary-Provider"] != "up" {
+		t.Fatalf("summarise-v0: %v", h)
+	}
+	r = fc.last(t).Request
+	if r.Model != "gpt-4o" || len(r.Messages) != 1 || r.Messages[0].Content[0].Text != "the evening" || r.Params.MaxTokens != 50 {
+		t.Fatalf("summarise-v0: the completer got %+v", r)
+	}
+
+	// The completer's failure reaches the plugin as an error.
+	fc.mu.Lock()
+	fc.err = errors.New("every provider failed")
+	fc.mu.Unlock()
+	if h := command(t, p, "acme", "call-tool x"); !strings.Contains(h["Error"], "every provider failed") {
+		t.Fatalf("failure: %v", h)
 	}
 }

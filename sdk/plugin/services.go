@@ -181,15 +181,16 @@ func VectorDelete(scope VectorScope, id, tag string) (int, error) {
 	return int(d.Uint()), d.Err()
 }
 
-// Completion asks the gateway for an internal completion, routed by
+// Completion asks the gateway for an internal text completion, routed by
 // Subsystem like any request (e.g. "session_compact" for L5's summaries)
-// and billed to the tenant the current call serves.
+// and billed to the tenant the current call serves. It is the simple form of
+// CompleteRequest.
 type Completion struct {
 	Subsystem string
 	Model     string // optional: an explicit model instead of the intent's choice
 	System    string
 	Messages  []CompletionMessage
-	MaxTokens int
+	MaxTokens int // 0: the host's default (1024)
 }
 
 // CompletionMessage is one turn of a Completion.
@@ -200,40 +201,97 @@ type CompletionMessage struct {
 
 // CompletionResult is the answer to a Completion.
 type CompletionResult struct {
-	Text         string
+	Text         string // the answer's text blocks, joined
 	Provider     string
 	Model        string
-	InputTokens  int
+	InputTokens  int // including tokens read from the prompt cache
 	OutputTokens int
 }
 
 // Complete runs c through the gateway and returns the answer's text.
 func Complete(c Completion) (CompletionResult, error) {
-	var e wire.Encoder
-	e.Reset() // the format-version byte the host checks
-	e.String(c.Subsystem)
-	e.String(c.Model)
-	e.String(c.System)
-	roles := make([]string, len(c.Messages))
-	texts := make([]string, len(c.Messages))
-	for i, m := range c.Messages {
-		roles[i], texts[i] = m.Role, m.Text
+	req := &wire.Request{Model: c.Model}
+	if c.System != "" {
+		req.System = []wire.Block{{Type: wire.BlockText, Text: c.System}}
 	}
-	e.Strings(roles)
-	e.Strings(texts)
-	e.Uint(uint64(c.MaxTokens))
-	d, err := callService(svcComplete, e.Bytes())
+	for _, m := range c.Messages {
+		req.Messages = append(req.Messages, wire.Message{Role: m.Role, Content: []wire.Block{{Type: wire.BlockText, Text: m.Text}}})
+	}
+	if c.MaxTokens > 0 {
+		req.Params.MaxTokens = int64(c.MaxTokens)
+		req.Params.Set |= wire.HasMaxTokens
+	}
+	resp, provider, model, err := complete(c.Subsystem, req)
 	if err != nil {
 		return CompletionResult{}, err
 	}
-	r := CompletionResult{
-		Text:         string(append([]byte(nil), d.String()...)),
-		Provider:     string(append([]byte(nil), d.String()...)),
-		Model:        string(append([]byte(nil), d.String()...)),
-		InputTokens:  int(d.Uint()),
-		OutputTokens: int(d.Uint()),
+	var text []byte
+	for i := range resp.Content {
+		if resp.Content[i].Type == wire.BlockText {
+			text = append(text, resp.Content[i].Text...)
+		}
 	}
-	return r, d.Err()
+	return CompletionResult{
+		Text:         string(text),
+		Provider:     provider,
+		Model:        model,
+		InputTokens:  int(resp.Usage.InputTokens + resp.Usage.CacheReadTokens),
+		OutputTokens: int(resp.Usage.OutputTokens),
+	}, nil
+}
+
+// CompleteRequest runs a whole canonical request through the gateway as an
+// internal completion and returns the whole response: content blocks
+// (tool_use included), stop reason and usage. The request may carry tools,
+// tool_choice and a conversation with tool_use and tool_result blocks, so a
+// layer can run a tool loop of its own. An empty or "auto" req.Model is
+// routed by the subsystem's intent, another model by the providers' model
+// globs; either way with failover, skipping the layers, and billed to the
+// tenant the current call serves. It is never streamed (req.Stream is
+// ignored); without a max_tokens the host applies its default (1024).
+// Each call is an upstream round trip: the layer's timeout must cover it.
+func CompleteRequest(subsystem string, req *wire.Request) (*wire.Response, error) {
+	resp, _, _, err := complete(subsystem, req)
+	return resp, err
+}
+
+// complete is the complete service: the original text-only fields, empty,
+// then the request appended (docs/abi.md, "Services"); the reply's original
+// fields give the provider and model, the appended response the rest.
+func complete(subsystem string, req *wire.Request) (resp *wire.Response, provider, model string, err error) {
+	if req == nil || len(req.Messages) == 0 {
+		return nil, "", "", errors.New("complete: the request has no messages")
+	}
+	var full wire.Encoder
+	wire.EncodeLayerRequest(&full, &wire.Meta{}, req, wire.PartAll)
+	var e wire.Encoder
+	e.Reset() // the format-version byte the host checks
+	e.String(subsystem)
+	e.String("")   // model (text-only form)
+	e.String("")   // system
+	e.Strings(nil) // roles
+	e.Strings(nil) // texts
+	e.Uint(0)      // max tokens
+	e.Raw(full.Bytes())
+	d, err := callService(svcComplete, e.Bytes())
+	if err != nil {
+		return nil, "", "", err
+	}
+	_ = d.String() // text: the response has it
+	provider = string(append([]byte(nil), d.String()...))
+	model = string(append([]byte(nil), d.String()...))
+	d.Uint() // input tokens
+	d.Uint() // output tokens
+	raw := d.Raw()
+	if d.Err() != nil || len(raw) == 0 {
+		return nil, "", "", errors.New("complete: the host's reply carries no response")
+	}
+	// The response aliases what it is decoded from: a private copy.
+	var r wire.LayerResponseResult
+	if err := r.Decode(append([]byte(nil), raw...)); err != nil || !r.Replaced {
+		return nil, "", "", fmt.Errorf("complete: malformed response: %v", err)
+	}
+	return &r.Response, provider, model, nil
 }
 
 func encodeFloats(v []float32) []byte {

@@ -10,6 +10,10 @@
 //	forget <text>     delete the entry with id = text
 //	classify <text>   classify text with model "injection"
 //	summarise <text>  an internal completion (model from the config's "model")
+//	summarise-v0 <t>  the same in the complete service's original, text-only
+//	                  wire form (as a plugin built before CompleteRequest sends it)
+//	call-tool <text>  an internal completion of a whole request with a tool, a
+//	                  tool round trip in its history and tool_choice "any"
 //	embed-missing     embed with a model the host does not have
 //
 // Results go to X-Services-* headers; an error goes to X-Services-Error.
@@ -115,6 +119,45 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 		}
 		header(res, "Summary", r.Text)
 		header(res, "Summary-Provider", r.Provider)
+	case "summarise-v0":
+		text, provider, err := completeV0(model, arg)
+		if err != nil {
+			return fail(err)
+		}
+		header(res, "Summary", text)
+		header(res, "Summary-Provider", provider)
+	case "call-tool":
+		r, err := plugin.CompleteRequest("tool_meta", &wire.Request{
+			Model:  model,
+			System: []wire.Block{{Type: wire.BlockText, Text: "Use the tools."}},
+			Messages: []wire.Message{
+				{Role: "user", Content: []wire.Block{{Type: wire.BlockText, Text: "what time is it?"}}},
+				{Role: "assistant", Content: []wire.Block{{Type: wire.BlockToolUse, ID: "call_1", Name: "get_time", Data: []byte(`{}`)}}},
+				{Role: "user", Content: []wire.Block{
+					{Type: wire.BlockToolResult, ID: "call_1", Text: "12:00"},
+					{Type: wire.BlockText, Text: arg},
+				}},
+			},
+			Tools: []wire.Tool{
+				{Name: "get_time", Description: "The time.", Schema: []byte(`{"type":"object"}`)},
+				{Name: "get_weather", Description: "The weather in a city.", Schema: []byte(`{"type":"object","properties":{"city":{"type":"string"}}}`)},
+			},
+			ToolChoice: []byte(`{"type":"any"}`),
+			Params:     wire.Params{Set: wire.HasMaxTokens | wire.HasTemperature, MaxTokens: 77, Temperature: 0.5},
+		})
+		if err != nil {
+			return fail(err)
+		}
+		for _, b := range r.Content {
+			switch b.Type {
+			case wire.BlockText:
+				header(res, "Text", b.Text)
+			case wire.BlockToolUse:
+				header(res, "Call", b.ID+" "+b.Name+" "+string(b.Data))
+			}
+		}
+		header(res, "Stop", r.StopReason)
+		header(res, "Usage", strconv.FormatInt(r.Usage.InputTokens, 10)+"/"+strconv.FormatInt(r.Usage.OutputTokens, 10))
 	case "embed-missing":
 		if _, err := plugin.Embed("no-such-model", []string{"x"}); err != nil {
 			return fail(err)

@@ -3,7 +3,9 @@
 // (keyword overlap between the recent conversation and each tool's name and
 // description, plus task-type hints), never removing a tool the conversation
 // already called or that tool_choice names, and sends the kept tools in their
-// original order so provider prefix caches still match. See README.md.
+// original order so provider prefix caches still match. Opt-in, for big
+// catalogs, meta-tool mode (meta.go) shows the model three meta-tools
+// instead and runs the search loop inside the gateway. See README.md.
 package main
 
 import (
@@ -18,8 +20,9 @@ import (
 
 // Response headers.
 const (
-	HeaderTools       = "X-Bardo-Tools"              // "<kept>/<total>"
+	HeaderTools       = "X-Bardo-Tools"              // "<kept>/<total>"; "meta" or "meta-fallback" in meta-tool mode
 	HeaderSavedTokens = "X-Bardo-Tools-Saved-Tokens" // estimated prompt tokens removed
+	HeaderRounds      = "X-Bardo-Tools-Rounds"       // meta-tool mode: internal completions run
 )
 
 // Metrics (exported as bardo_plugin_<name>{plugin="<layer name>"}).
@@ -28,6 +31,9 @@ const (
 	metricPassed      = "toolprune_passed_total"        // requests with tools left untouched
 	metricRemoved     = "toolprune_tools_removed_total" // tool definitions removed
 	metricSavedTokens = "toolprune_saved_tokens_total"  // estimated prompt tokens removed
+	metricMeta        = "toolprune_meta_total"          // requests answered in meta-tool mode
+	metricMetaFalls   = "toolprune_meta_fallback_total" // meta-tool loops that fell back to pruning
+	metricMetaRounds  = "toolprune_meta_rounds_total"   // internal completions run by meta-tool loops
 )
 
 // toolOverhead approximates the JSON around one tool definition (keys,
@@ -47,6 +53,9 @@ type rawConfig struct {
 	AlwaysKeep     []string      `json:"always_keep"`
 	Hints          *[]hintConfig `json:"hints"`
 	ExtraHints     []hintConfig  `json:"extra_hints"`
+	MetaAbove      *int          `json:"meta_tools_above"`
+	MetaRounds     *int          `json:"meta_max_rounds"`
+	MetaResults    *int          `json:"meta_search_results"`
 }
 
 type config struct {
@@ -54,16 +63,27 @@ type config struct {
 	maxTools   int
 	recent     int
 	alwaysKeep []string
+
+	metaAbove   int // meta-tool mode above this many tools; 0 = off
+	metaRounds  int // internal completions per caller request
+	metaResults int // tools per search_tools answer
 }
+
+// Bounds of the meta-tool settings.
+const (
+	maxMetaRounds  = 16
+	maxMetaResults = 50
+)
 
 var cfg config
 
 func init() {
 	plugin.RegisterLayer(plugin.Layer{
-		Name:      "toolprune",
-		Version:   "1.0.0",
-		Phases:    wire.PhaseRequest,
-		Reads:     wire.PartSystem | wire.PartMessages | wire.PartTools,
+		Name:    "toolprune",
+		Version: "1.1.0",
+		Phases:  wire.PhaseRequest,
+		// Model and params are for meta-tool mode's internal requests.
+		Reads:     wire.PartModel | wire.PartSystem | wire.PartMessages | wire.PartTools | wire.PartParams,
 		Writes:    wire.PartTools,
 		Init:      initLayer,
 		OnRequest: onRequest,
@@ -85,7 +105,15 @@ func initLayer() error {
 }
 
 func parseConfig(raw *rawConfig) (config, []hintConfig, error) {
-	c := config{threshold: 16, maxTools: 12, recent: 6}
+	c := config{threshold: 16, maxTools: 12, recent: 6, metaRounds: 4, metaResults: 8}
+	for _, f := range []struct {
+		v   *int
+		dst *int
+	}{{raw.MetaAbove, &c.metaAbove}, {raw.MetaRounds, &c.metaRounds}, {raw.MetaResults, &c.metaResults}} {
+		if f.v != nil {
+			*f.dst = *f.v
+		}
+	}
 	if raw.Threshold != nil {
 		c.threshold = *raw.Threshold
 	}
@@ -102,6 +130,12 @@ func parseConfig(raw *rawConfig) (config, []hintConfig, error) {
 		return c, nil, errors.New("toolprune: max_tools must be >= 1")
 	case c.recent < 0:
 		return c, nil, errors.New("toolprune: recent_messages must be >= 0")
+	case c.metaAbove < 0:
+		return c, nil, errors.New("toolprune: meta_tools_above must be >= 0 (0 = off)")
+	case c.metaRounds < 1 || c.metaRounds > maxMetaRounds:
+		return c, nil, errors.New("toolprune: meta_max_rounds must be 1.." + strconv.Itoa(maxMetaRounds))
+	case c.metaResults < 1 || c.metaResults > maxMetaResults:
+		return c, nil, errors.New("toolprune: meta_search_results must be 1.." + strconv.Itoa(maxMetaResults))
 	}
 	c.alwaysKeep = append(c.alwaysKeep, raw.AlwaysKeep...)
 	hints := defaultHints
@@ -118,14 +152,44 @@ func parseConfig(raw *rawConfig) (config, []hintConfig, error) {
 }
 
 func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
-	tools := req.Request.Tools
-	total := len(tools)
-	if total == 0 {
+	if len(req.Request.Tools) == 0 {
 		return nil
 	}
+	if cfg.metaAbove > 0 && len(req.Request.Tools) > cfg.metaAbove && metaEligible(&req.Request) {
+		answer, rounds, err := runMeta(&req.Meta, &req.Request, cfg)
+		plugin.CounterAdd(metricMetaRounds, float64(rounds))
+		if err == nil {
+			res.Action = wire.ActionAnswer
+			res.Answer = answer
+			res.Headers = append(res.Headers,
+				wire.KV{Key: HeaderTools, Value: "meta"},
+				wire.KV{Key: HeaderRounds, Value: strconv.Itoa(rounds)})
+			plugin.CounterAdd(metricMeta, 1)
+			return nil
+		}
+		// The request goes upstream as usual, pruned.
+		plugin.Logf(plugin.LevelWarn, "toolprune: meta-tool mode fell back to pruning: %v", err)
+		plugin.CounterAdd(metricMetaFalls, 1)
+		prune(req, res)
+		for i := range res.Headers {
+			if res.Headers[i].Key == HeaderTools {
+				res.Headers[i].Value = "meta-fallback"
+			}
+		}
+		res.Headers = append(res.Headers, wire.KV{Key: HeaderRounds, Value: strconv.Itoa(rounds)})
+		return nil
+	}
+	prune(req, res)
+	return nil
+}
+
+// prune keeps the most relevant tools (README.md, "Relevance").
+func prune(req *wire.LayerRequest, res *wire.LayerResult) {
+	tools := req.Request.Tools
+	total := len(tools)
 	if total <= cfg.threshold || total <= cfg.maxTools {
 		pass(res, total)
-		return nil
+		return
 	}
 	keep := selectTools(&req.Request, cfg)
 	kept := 0
@@ -136,7 +200,7 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	}
 	if kept == total {
 		pass(res, total)
-		return nil
+		return
 	}
 	out := make([]wire.Tool, 0, kept)
 	removedBytes := 0
@@ -159,7 +223,6 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	plugin.CounterAdd(metricPruned, 1)
 	plugin.CounterAdd(metricRemoved, float64(total-kept))
 	plugin.CounterAdd(metricSavedTokens, float64(saved))
-	return nil
 }
 
 // pass leaves the tools as they are: no patch, so the caller's bytes can
