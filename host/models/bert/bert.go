@@ -4,7 +4,9 @@
 // The loader is generic: it reads the graph's input and output names from the
 // model (token_type_ids and attention_mask are optional, int64 or int32), the
 // pooling, query prefix, normalisation, maximum length and labels from the
-// HuggingFace-style config.json beside it, and tokenizes with WordPiece. Calls
+// HuggingFace-style config.json beside it, and tokenizes with WordPiece or,
+// when the directory's tokenizer.json is a Unigram model (DeBERTa-v3), with
+// host/models/sentencepiece. Calls
 // from concurrent callers are merged into micro-batches (host/models/batch)
 // that wait at most 2 ms for company; each batch is padded to its longest
 // sequence and the attention mask hides the padding. README.md describes the
@@ -27,6 +29,7 @@ import (
 
 	"github.com/bardoinference/bardo/host/models/batch"
 	"github.com/bardoinference/bardo/host/models/onnxrt"
+	"github.com/bardoinference/bardo/host/models/sentencepiece"
 	"github.com/bardoinference/bardo/host/models/wordpiece"
 )
 
@@ -36,6 +39,9 @@ const (
 	ConfigFile          = "config.json"
 	VocabFile           = "vocab.txt"
 	TokenizerConfigFile = "tokenizer_config.json"
+	// TokenizerFile is read only for a SentencePiece Unigram model: when
+	// its model.type is "Unigram" it replaces WordPiece (see loadTokenizer).
+	TokenizerFile = "tokenizer.json"
 )
 
 // VocabRelPath is where `make deps` puts the bert-base-uncased WordPiece
@@ -70,6 +76,8 @@ type Options struct {
 	VocabPath string
 	// Tokenizer replaces WordPiece entirely (for models whose tokenizer is
 	// not WordPiece); VocabPath and tokenizer_config.json are then ignored.
+	// When it is nil and the model's tokenizer.json is a Unigram model, a
+	// sentencepiece.Tokenizer loaded from that file is used.
 	Tokenizer Tokenizer
 	// Pooling ("mean" or "cls") overrides config.json's "pooling"; encoders
 	// only.
@@ -92,7 +100,8 @@ type Options struct {
 	Runtime onnxrt.Options
 }
 
-// Tokenizer turns text into model inputs. *wordpiece.Tokenizer implements it.
+// Tokenizer turns text into model inputs. *wordpiece.Tokenizer and
+// *sentencepiece.Tokenizer implement it.
 type Tokenizer interface {
 	// Encode returns the ids of text with its special tokens, at most maxLen
 	// long.
@@ -316,12 +325,16 @@ func findModel(dir string) (string, error) {
 	return "", fmt.Errorf("bert: no %s in %s (looked for %s and onnx/%s)", ModelFile, dir, ModelFile, ModelFile)
 }
 
-// loadTokenizer prefers Options.Tokenizer, then the model's vocab.txt, then
-// Options.VocabPath or DefaultVocabPath(). Case handling follows
+// loadTokenizer prefers Options.Tokenizer, then a SentencePiece Unigram
+// tokenizer.json, then the model's vocab.txt, then Options.VocabPath or
+// DefaultVocabPath(). Case handling for WordPiece follows
 // tokenizer_config.json's do_lower_case (default: lower-case).
 func loadTokenizer(dir, modelPath string, opts Options) (Tokenizer, error) {
 	if opts.Tokenizer != nil {
 		return opts.Tokenizer, nil
+	}
+	if tok, err := loadUnigram(sidecar(dir, modelPath, TokenizerFile)); tok != nil || err != nil {
+		return tok, err
 	}
 	lower := true
 	tcPath := sidecar(dir, modelPath, TokenizerConfigFile)
@@ -351,6 +364,29 @@ func loadTokenizer(dir, modelPath string, opts Options) (Tokenizer, error) {
 	tok, err := wordpiece.Load(path, wordpiece.Options{Cased: !lower})
 	if err != nil {
 		return nil, fmt.Errorf("bert: %w", err)
+	}
+	return tok, nil
+}
+
+// loadUnigram returns the tokenizer at path when it is a Unigram model, and
+// nil (no error) when the file is absent or holds another model type, which
+// leaves the WordPiece path as it was. A tokenizer.json that is malformed, or
+// a Unigram model that cannot be loaded, is an error: falling back to
+// WordPiece would feed the model ids from the wrong vocabulary.
+func loadUnigram(path string) (Tokenizer, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bert: %w", err)
+	}
+	tok, err := sentencepiece.Parse(data)
+	switch {
+	case errors.Is(err, sentencepiece.ErrNotUnigram):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("bert: %s: %w", path, err)
 	}
 	return tok, nil
 }

@@ -115,7 +115,7 @@ var manifest = []Entry{
 	},
 	{
 		Name:        "deberta-v3-base-prompt-injection-v2",
-		Description: "ProtectAI DeBERTa-v3 prompt-injection classifier, fp32 ONNX (~739 MB, Apache-2.0); needs a SentencePiece tokenizer",
+		Description: "ProtectAI DeBERTa-v3 prompt-injection classifier, fp32 ONNX (~739 MB, Apache-2.0); SentencePiece tokenizer",
 		Kind:        "bert-classifier",
 		Repo:        "protectai/deberta-v3-base-prompt-injection-v2",
 		Revision:    "e6535ca4ce3ba852083e75ec585d7c8aeb4be4c5",
@@ -140,7 +140,7 @@ var manifest = []Entry{
 			"max_length": 512,
 			"tokenizer":  "sentencepiece",
 		},
-		Notes: "DeBERTa-v3 tokenizes with SentencePiece (spm.model / tokenizer.json, a Unigram model with the ▁ word-boundary marker), not WordPiece: host/models/bert can load the graph only with a SentencePiece tokenizer passed as bert.Options.Tokenizer (ids from tokenizer.json's vocab, [CLS]=1 [SEP]=2 [PAD]=0 wrapping).",
+		Notes: "DeBERTa-v3 tokenizes with SentencePiece, not WordPiece: tokenizer.json is a Unigram model (▁ word-boundary marker, precompiled NFKC character map, [CLS] … [SEP] template, [PAD]=0). host/models/bert loads it automatically through host/models/sentencepiece, so the directory loads as kind bert-classifier with no extra option; spm.model is kept for reference and not read.",
 	},
 }
 
