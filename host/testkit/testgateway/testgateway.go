@@ -143,3 +143,37 @@ func (g *Gateway) link(tb testing.TB, pipelineTOML string) {
 		}
 	}
 }
+
+// FakeUpstreamKey is the key FakeProviders' entries send (through the env
+// variable UP_KEY: start the gateway with Options.Env FakeProviderEnv()).
+const FakeUpstreamKey = "sk-test-upstream-secret-0123456789"
+
+// FakeProviderEnv resolves FakeProviders' credential reference.
+func FakeProviderEnv() map[string]string { return map[string]string{"UP_KEY": FakeUpstreamKey} }
+
+// FakeProviders declares the two providers most end-to-end tests put in
+// front of a host/fakeupstream server: "up" (OpenAI-compatible) for models
+// matching openaiModels (default "gpt-*"), and "claude" (Anthropic) for
+// claude-*, both with the key FakeUpstreamKey.
+func FakeProviders(fakeURL string, openaiModels ...string) string {
+	if len(openaiModels) == 0 {
+		openaiModels = []string{"gpt-*"}
+	}
+	return `
+[[provider]]
+name = "up"
+plugin = "openai-compatible.wasm"
+base_url = "` + fakeURL + `/v1"
+credential = "env:UP_KEY"
+models = ["` + strings.Join(openaiModels, `", "`) + `"]
+trusted = true
+
+[[provider]]
+name = "claude"
+plugin = "anthropic.wasm"
+base_url = "` + fakeURL + `"
+credential = "env:UP_KEY"
+models = ["claude-*"]
+trusted = true
+`
+}

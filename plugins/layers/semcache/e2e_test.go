@@ -19,7 +19,7 @@ import (
 
 func init() { testgateway.Plugins["semcache.wasm"] = "plugins/layers/semcache" }
 
-const upKey = "sk-test-upstream-secret-0123456789"
+const upKey = testgateway.FakeUpstreamKey
 
 func start(t *testing.T, layerConfig string) (*testgateway.Gateway, *fakeupstream.Server) {
 	t.Helper()
@@ -34,17 +34,8 @@ trusted = true
 timeout = "2s"
 [layer.config]
 replay_pace_ms = 5
-` + layerConfig + `
-
-[[provider]]
-name = "up"
-plugin = "openai-compatible.wasm"
-base_url = "` + fake.URL() + `/v1"
-credential = "env:UP_KEY"
-models = ["gpt-*"]
-trusted = true
-`
-	g := testgateway.Start(t, cfg, testgateway.Options{Env: map[string]string{"UP_KEY": upKey}, AdminToken: "admin"})
+` + layerConfig + testgateway.FakeProviders(fake.URL())
+	g := testgateway.Start(t, cfg, testgateway.Options{Env: testgateway.FakeProviderEnv(), AdminToken: "admin"})
 	return g, fake
 }
 

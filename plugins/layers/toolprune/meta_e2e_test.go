@@ -32,25 +32,8 @@ on_error = "fail-open"
 trusted = true
 timeout = "60s"
 [layer.config]
-` + layerConfig + `
-
-[[provider]]
-name = "up"
-plugin = "openai-compatible.wasm"
-base_url = "` + fake.URL() + `/v1"
-credential = "env:UP_KEY"
-models = ["gpt-*"]
-trusted = true
-
-[[provider]]
-name = "claude"
-plugin = "anthropic.wasm"
-base_url = "` + fake.URL() + `"
-credential = "env:UP_KEY"
-models = ["claude-*"]
-trusted = true
-`
-	return testgateway.Start(t, cfg, testgateway.Options{Env: map[string]string{"UP_KEY": upKey}})
+` + layerConfig + testgateway.FakeProviders(fake.URL())
+	return testgateway.Start(t, cfg, testgateway.Options{Env: testgateway.FakeProviderEnv()})
 }
 
 func startMeta(t *testing.T) (*testgateway.Gateway, *fakeupstream.Server) {
