@@ -169,6 +169,11 @@ type Provider struct {
 	// answer's format ("" = detect).
 	CatalogRefresh time.Duration
 	CatalogShape   string
+	// Direct: the provider is reached with the caller's own key (its
+	// Authorization, x-api-key or x-goog-api-key header), never the
+	// gateway's, and receives the caller's request as sent, before any
+	// layer changed it; answers say X-Bardo-Cost: direct.
+	Direct bool
 }
 
 // Serves reports whether the provider accepts requests for model: true when

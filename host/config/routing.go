@@ -11,7 +11,7 @@ import (
 // Routing keys of a [[provider]]: what the intent resolver knows about it
 // (sdk/routing). A provider without [[provider.model]] entries still serves
 // explicit models by its `models` globs; intents need a catalog.
-var providerRoutingKeys = []string{"traits", "model", "subsystems", "catalog_refresh", "catalog_shape"}
+var providerRoutingKeys = []string{"traits", "model", "subsystems", "catalog_refresh", "catalog_shape", "direct"}
 
 func (c *checker) providerRouting(p string, t map[string]any, pr *Provider) {
 	if v, ok := t["traits"]; ok {
@@ -44,6 +44,12 @@ func (c *checker) providerRouting(p string, t map[string]any, pr *Provider) {
 		}
 		pr.Subsystems = append(pr.Subsystems, s)
 	})
+	if v, ok := c.boolean(t, p, "direct"); ok {
+		pr.Direct = v
+		if v && pr.Credential != "" {
+			c.errf(joinKey(p, "direct"), "a direct provider uses the caller's own key: remove its credential")
+		}
+	}
 	if v, ok := c.str(t, p, "catalog_refresh"); ok && v != "off" {
 		d, err := time.ParseDuration(v)
 		switch {

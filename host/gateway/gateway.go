@@ -259,11 +259,18 @@ func (g *Gateway) attempt(rctx context.Context, p *pipeline.Pipeline, x *pipelin
 		return attemptOutcome{local: er.Local}
 	}
 	call := er.Call
-	body, werr := g.upstreamBody(x, call, route)
-	if werr != nil {
-		return attemptOutcome{err: werr}
+	var body []byte
+	if pr.Spec.Direct {
+		if body, werr = directBody(x, call, route); werr != nil {
+			return attemptOutcome{err: werr}
+		}
+		pipeline.ExpandCallerKey(call.Headers, x.CallerKey)
+	} else {
+		if body, werr = g.upstreamBody(x, call, route); werr != nil {
+			return attemptOutcome{err: werr}
+		}
+		pr.ExpandCredential(call.Headers)
 	}
-	pr.ExpandCredential(call.Headers)
 	call.Headers = passCallerHeaders(call.Headers, x.CallerHeaders, call.BodyDialect)
 	resp, werr := g.send(rctx, x, pr, &upstream.Request{
 		Method: call.Method, URL: call.URL, Headers: dropUnexpanded(call.Headers), Body: body, Stream: call.Stream,
@@ -350,6 +357,7 @@ func (g *Gateway) newExchange(ctx *fasthttp.RequestCtx, rid string, d wire.Diale
 	}
 	return &pipeline.Exchange{
 		CallerHeaders: passed,
+		CallerKey:     callerKey(ctx),
 		Meta: wire.Meta{
 			RequestID:   rid,
 			Tenant:      tenantOf(ctx),

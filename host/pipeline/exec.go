@@ -29,6 +29,10 @@ type Exchange struct {
 	// (see host/gateway/translate.go): the upstream's tool_use of it is
 	// turned back into a text answer holding the JSON.
 	StructuredTool string
+	// CallerKey is the caller's own API key (Authorization bearer,
+	// x-api-key or x-goog-api-key), for direct providers only: it is never
+	// logged, stored or sent anywhere else.
+	CallerKey string
 
 	streamState [][]byte // per stream-phase layer, its opaque state
 }

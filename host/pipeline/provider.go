@@ -74,6 +74,16 @@ func (pr *Provider) ExpandCredential(headers []wire.KV) {
 	}
 }
 
+// ExpandCallerKey puts the caller's own key where the adapter wrote the
+// credential placeholder: a direct provider is paid by the caller.
+func ExpandCallerKey(headers []wire.KV, key string) {
+	for i := range headers {
+		if strings.Contains(headers[i].Value, "${credential}") {
+			headers[i].Value = strings.ReplaceAll(headers[i].Value, "${credential}", key)
+		}
+	}
+}
+
 // HasSecret reports whether the provider has a credential, without revealing it.
 func (pr *Provider) HasSecret() bool { return pr.secret != "" }
 

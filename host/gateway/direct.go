@@ -1,0 +1,63 @@
+package gateway
+
+import (
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/bardoinference/bardo/host/pipeline"
+	hostrouting "github.com/bardoinference/bardo/host/routing"
+	"github.com/bardoinference/bardo/sdk/jsonscan"
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// HeaderCost says who pays for the answer when it is not the gateway's
+// ledger: "direct" for a provider reached with the caller's own key.
+const HeaderCost = "X-Bardo-Cost"
+
+// callerKey is the caller's own API key, as its SDK sends it.
+func callerKey(ctx *fasthttp.RequestCtx) string {
+	if v := string(ctx.Request.Header.Peek("Authorization")); len(v) > 7 && strings.EqualFold(v[:7], "Bearer ") {
+		return strings.TrimSpace(v[7:])
+	}
+	for _, h := range []string{"x-api-key", "x-goog-api-key"} {
+		if v := strings.TrimSpace(string(ctx.Request.Header.Peek(h))); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// directBody is what a direct provider receives: the caller's request as
+// it sent it — before any layer masked, pruned or compressed it (the caller
+// pays this provider itself and asked for the provider's own features) —
+// with the model routing chose, in the provider's dialect.
+func directBody(x *pipeline.Exchange, call *wire.UpstreamCall, route wire.Route) ([]byte, *wire.Error) {
+	if x.CallerKey == "" {
+		return nil, &wire.Error{Status: 401, Kind: wire.ErrAuthentication,
+			Message: "provider " + route.Provider + " is reached with your own API key: send it as Authorization: Bearer <key> (or x-api-key)"}
+	}
+	x.Headers = setKV(x.Headers, HeaderCost, "direct")
+	if call.BodyMode == wire.BodyRaw {
+		return call.Body, nil
+	}
+	hasIntent := jsonscan.HasMember(x.Original, hostrouting.BodyField)
+	if call.BodyDialect == x.Meta.Dialect && route.Model == x.Meta.Model && !hasIntent {
+		return x.Original, nil
+	}
+	req, err := codecFor(x.Meta.Dialect).DecodeRequest(x.Original)
+	if err != nil {
+		return nil, &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest, Message: err.Error()}
+	}
+	req.Model = route.Model
+	req.Extra = withoutMember(req.Extra, hostrouting.BodyField) // the gateway's, never the upstream's
+	if call.BodyDialect != x.Meta.Dialect {
+		req.Extra = nil // the caller's dialect's own fields mean nothing to the other
+	}
+	b, err := codecFor(call.BodyDialect).EncodeRequest(req)
+	if err != nil {
+		return nil, &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest,
+			Message: "the request cannot be expressed for provider " + route.Provider + ": " + err.Error()}
+	}
+	return b, nil
+}
