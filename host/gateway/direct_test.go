@@ -83,3 +83,64 @@ features = ["tool_use", "predicted_outputs"]
 		t.Errorf("the shared upstream got %q", a)
 	}
 }
+
+// Bankr: a self-funding provider serves only its subsystems, only agents
+// that report their wallet, and only calls the wallet affords (spec 000
+// "Bankr"); everything else goes on to the next provider.
+func TestSelfFundingProvider(t *testing.T) {
+	bankr := fakeupstream.New(fakeupstream.WithAPIKey(upKey))
+	t.Cleanup(bankr.Close)
+	paid := fakeupstream.New(fakeupstream.WithAPIKey(upKey))
+	t.Cleanup(paid.Close)
+	g := testgateway.Start(t, `
+[[provider]]
+name = "bankr"
+plugin = "openai-compatible.wasm"
+base_url = "`+bankr.URL()+`/v1"
+credential = "env:UP_KEY"
+models = ["bankr/*"]
+subsystems = ["heartbeat_t0", "operator"]
+traits = { self_funding = true, payment = "wallet" }
+trusted = true
+[[provider.model]]
+id = "sonnet"
+quality = "maximum"
+input_price = "3"
+output_price = "15"
+
+[[provider]]
+name = "paid"
+plugin = "openai-compatible.wasm"
+base_url = "`+paid.URL()+`/v1"
+credential = "env:UP_KEY"
+models = ["gpt-*"]
+trusted = true
+[[provider.model]]
+id = "gpt-4o"
+quality = "maximum"
+input_price = "2.5"
+output_price = "10"
+`, testgateway.Options{Env: map[string]string{"UP_KEY": upKey}})
+	ask := `{"model":"auto","messages":[{"role":"user","content":"check the pool"}]}`
+	for _, c := range []struct {
+		name, subsystem, wallet, want string
+	}{
+		{"flush agent", "heartbeat_t0", "revenue=300,cost=100,balance=50", "bankr"},
+		{"no wallet reported", "heartbeat_t0", "", "paid"},
+		{"contracting, cannot afford", "heartbeat_t0", "revenue=10,cost=100,balance=0.2", "paid"},
+		{"not a self-funding subsystem", "risk", "revenue=300,cost=100,balance=50", "paid"},
+	} {
+		h := []string{"X-Bardo-Subsystem", c.subsystem}
+		if c.wallet != "" {
+			h = append(h, "X-Bardo-Wallet", c.wallet)
+		}
+		r := post(t, g.URL, "/v1/chat/completions", ask, h...)
+		if r.Status != 200 || r.Header.Get("X-Bardo-Provider") != c.want {
+			t.Errorf("%s: %d %q, want %s: %s", c.name, r.Status, r.Header.Get("X-Bardo-Provider"), c.want, r.Body)
+		}
+	}
+	r := post(t, g.URL, "/v1/chat/completions", ask, "X-Bardo-Subsystem", "heartbeat_t0", "X-Bardo-Wallet", "revenue=lots")
+	if r.Status != 400 || !strings.Contains(string(r.Body), "X-Bardo-Wallet") {
+		t.Errorf("bad wallet: %d %s", r.Status, r.Body)
+	}
+}

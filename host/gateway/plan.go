@@ -66,7 +66,8 @@ func (g *Gateway) newPlanner(ctx *fasthttp.RequestCtx, p *pipeline.Pipeline, x *
 	}
 	built, err := hostrouting.Build(&hostrouting.Sources{
 		Model: x.Req.Model, Subsystem: sub, Vitality: string(ctx.Request.Header.Peek(HeaderVitality)),
-		Bardo: bardo, Request: x.Req, Tier: pl.tier,
+		Wallet: string(ctx.Request.Header.Peek(hostrouting.HeaderWallet)),
+		Bardo:  bardo, Request: x.Req, Tier: pl.tier,
 	})
 	if err != nil {
 		return nil, &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest, Message: err.Error()}

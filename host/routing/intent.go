@@ -57,6 +57,10 @@ type Sources struct {
 	// X-Bardo-Vitality header values ("" when absent).
 	Subsystem string
 	Vitality  string
+	// Wallet is the raw X-Bardo-Wallet header: a self-funding agent's
+	// economics, "revenue=<usd>,cost=<usd>,balance=<usd>" (lifetime revenue,
+	// lifetime cost, revenue wallet balance).
+	Wallet string
 	// Bardo is the body's `bardo` object as raw JSON (see BardoObject), nil
 	// when absent.
 	Bardo []byte
@@ -142,7 +146,49 @@ func Build(src *Sources) (Built, error) {
 		b.Vitality = f
 		route.ApplyMortality(&b.Intent, f)
 	}
+	if v := strings.TrimSpace(src.Wallet); v != "" {
+		w, err := parseWallet(v)
+		if err != nil {
+			return b, fmt.Errorf("%w: %s: %v", ErrBadIntent, HeaderWallet, err)
+		}
+		b.Intent.Wallet = w
+	}
 	return b, nil
+}
+
+// HeaderWallet carries a self-funding agent's economics (see Sources.Wallet).
+const HeaderWallet = "X-Bardo-Wallet"
+
+// parseWallet reads "revenue=300,cost=100,balance=50" (USD, any order,
+// every key required, none negative).
+func parseWallet(s string) (route.Wallet, error) {
+	w := route.Wallet{Known: true}
+	seen := map[string]bool{}
+	for _, part := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			return w, fmt.Errorf("want revenue=<usd>,cost=<usd>,balance=<usd>, got %q", s)
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+			return w, fmt.Errorf("%s must be a non-negative number of USD, got %q", k, v)
+		}
+		switch strings.TrimSpace(k) {
+		case "revenue":
+			w.LifetimeRevenue = f
+		case "cost":
+			w.LifetimeCost = f
+		case "balance":
+			w.Balance = f
+		default:
+			return w, fmt.Errorf("unknown key %q (revenue, cost, balance)", k)
+		}
+		seen[strings.TrimSpace(k)] = true
+	}
+	if len(seen) != 3 {
+		return w, fmt.Errorf("revenue, cost and balance are all required, got %q", s)
+	}
+	return w, nil
 }
 
 // bardoObject is the body's `bardo` member. Pointers tell "absent" from

@@ -107,7 +107,7 @@ func TestRoutingFullStack(t *testing.T) {
 			spec: "curator → BlockRun/claude-sonnet-4-6 (citations for provenance)"},
 		{subsystem: "playbook", provider: "direct/openai", model: "gpt-5.4", pass: 1,
 			spec: "playbook → Direct/openai/gpt-5.4 (Predicted Outputs, 3x speed)"},
-		{subsystem: "operator", provider: "bankr", model: "claude-opus-4-6", pass: 1,
+		{subsystem: "operator", provider: "bankr", model: "claude-opus-4-6", pass: 1, in: withWallet("operator", flush),
 			spec: "operator → Bankr/claude-opus-4-6 (self-funded from trading revenue)"},
 		// No Maximum-rated model shows its thinking on a provider that takes
 		// death (Direct Anthropic's Opus does, but a direct key takes only
@@ -375,5 +375,54 @@ func TestResolveZeroAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocations per run", allocs)
+	}
+}
+
+// flush is an agent whose revenue covers its costs three times over, with
+// $50 in its revenue wallet: a call may cost up to $7.50.
+var flush = Wallet{Known: true, LifetimeRevenue: 300, LifetimeCost: 100, Balance: 50}
+
+func withWallet(subsystem string, w Wallet) *Intent {
+	in, _ := SubsystemIntent(subsystem)
+	in.Wallet = w
+	return &in
+}
+
+// A self-funding provider serves only agents that report their wallet, and
+// only calls the wallet affords; otherwise the intent goes on to the next
+// provider (spec 000, Bankr resolve; the sustainability table).
+func TestSelfFundingBudget(t *testing.T) {
+	bankr := ProviderDescription{ID: "bankr", Traits: Traits{SelfFunding: true, Payment: PaymentWallet},
+		Models: []ModelInfo{{ID: "m", Quality: Maximum, InputPrice: 3, OutputPrice: 15}}}
+	other := ProviderDescription{ID: "other", Models: []ModelInfo{{ID: "o", Quality: Maximum, InputPrice: 3, OutputPrice: 15}}}
+	providers := []ProviderDescription{bankr, other}
+	for _, c := range []struct {
+		name   string
+		wallet Wallet
+		want   string
+	}{
+		{"no wallet reported", Wallet{}, "other"},
+		{"flush", flush, "bankr"},
+		{"contracting, small wallet", Wallet{Known: true, LifetimeRevenue: 10, LifetimeCost: 100, Balance: 0.2}, "other"},
+		{"contracting, large wallet", Wallet{Known: true, LifetimeRevenue: 10, LifetimeCost: 100, Balance: 100}, "bankr"},
+		{"bootstrapping", Wallet{Known: true, Balance: 5}, "bankr"},
+		{"empty wallet", Wallet{Known: true, LifetimeRevenue: 1, LifetimeCost: 1, Balance: 0}, "other"},
+	} {
+		in, _ := SubsystemIntent("operator")
+		in.Wallet = c.wallet
+		r, err := Resolve(&in, providers, nil)
+		if err != nil || r.Provider != c.want {
+			t.Errorf("%s: %s (%v), want %s", c.name, r.Provider, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		ratio, mult float64
+	}{{3, 1.5}, {2, 1.0}, {1.5, 1.0}, {1, 0.7}, {0.6, 0.7}, {0.5, 0.3}, {0.1, 0.3}} {
+		if got := BudgetMultiplier(c.ratio); got != c.mult {
+			t.Errorf("BudgetMultiplier(%v) = %v, want %v", c.ratio, got, c.mult)
+		}
+	}
+	if got := (Wallet{Known: true, LifetimeRevenue: 300, LifetimeCost: 100, Balance: 50}).MaxCall(); got != 7.5 {
+		t.Errorf("MaxCall = %v, want 7.5 (50 × 0.1 × 1.5)", got)
 	}
 }

@@ -119,7 +119,14 @@ func StandardResolve(p *ProviderDescription, in *Intent) (Resolution, bool) {
 		return Resolution{}, false
 	}
 	m := &p.Models[best]
-	return p.resolution(m, m.ID, free, tin, tout), true
+	res := p.resolution(m, m.ID, free, tin, tout)
+	// A self-funding provider (Bankr) pays from the agent's revenue wallet:
+	// it refuses a call the wallet cannot afford, and the intent goes on to
+	// the next provider.
+	if p.Traits.SelfFunding && !affordable(in, res.EstimatedCostUSD) {
+		return Resolution{}, false
+	}
+	return res, true
 }
 
 // resolveExplicit serves an explicitly requested model: found in the

@@ -45,6 +45,8 @@ type Intent struct {
 	// should prefer, in this order, models with every dropped requirement,
 	// then models at the quality floor (StandardResolve does).
 	Relaxed bool
+	// Wallet is the agent's economics, for self-funding providers.
+	Wallet Wallet
 	Dropped FeatureSet
 }
 
