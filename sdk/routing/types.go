@@ -46,7 +46,7 @@ type Intent struct {
 	// then models at the quality floor (StandardResolve does).
 	Relaxed bool
 	// Wallet is the agent's economics, for self-funding providers.
-	Wallet Wallet
+	Wallet  Wallet
 	Dropped FeatureSet
 }
 
