@@ -273,3 +273,18 @@ min_cache_tokens = 0
 		t.Fatalf("a fresh session: %q", r.Header.Get("X-Bardo-Provider"))
 	}
 }
+
+// A subsystem's inference profile fills the sampling parameters the caller
+// left unset (risk: temperature 0.1, top_p 0.85); the caller's own win.
+func TestIntentAppliesInferenceProfile(t *testing.T) {
+	g, fakes := intentGateway(t)
+	post(t, g.URL, "/v1/chat/completions", `{"model":"auto","messages":[{"role":"user","content":"assess"}]}`, "X-Bardo-Subsystem", "risk")
+	_, body := upstreamModel(t, fakes["premium"])
+	if body["temperature"] != 0.1 || body["top_p"] != 0.85 {
+		t.Fatalf("risk profile not applied: temperature %v top_p %v", body["temperature"], body["top_p"])
+	}
+	post(t, g.URL, "/v1/chat/completions", `{"model":"auto","temperature":0.9,"messages":[{"role":"user","content":"assess"}]}`, "X-Bardo-Subsystem", "risk")
+	if _, body = upstreamModel(t, fakes["premium"]); body["temperature"] != 0.9 || body["top_p"] != 0.85 {
+		t.Fatalf("the caller's temperature was overridden: %v / %v", body["temperature"], body["top_p"])
+	}
+}

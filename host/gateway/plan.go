@@ -135,6 +135,9 @@ func (pl *planner) next() (*pipeline.Provider, string, *wire.Error) {
 	if len(res.Degraded) > 0 {
 		x.Degraded = append(x.Degraded, res.Degraded...)
 	}
+	if pl.attempts == 1 && pl.intent.Subsystem != "" {
+		applyProfile(x, pl.intent.Subsystem, &res)
+	}
 	x.Headers = setKV(x.Headers, HeaderIntent, pl.source())
 	x.Headers = setKV(x.Headers, HeaderCostEst, strconv.FormatFloat(res.EstimatedCostUSD, 'f', 6, 64))
 	return pr, res.Model, nil
