@@ -54,7 +54,7 @@ func (g *Gateway) Complete(ctx context.Context, tenant string, c sandbox.Complet
 		Req: req,
 	}
 	if c.Subsystem != "" {
-		x.Meta.Annotations = setAnnotation(x.Meta.Annotations, AnnotationSubsystem, c.Subsystem)
+		x.Meta.Annotations = setKV(x.Meta.Annotations, AnnotationSubsystem, c.Subsystem)
 	}
 	next, err := completionRoutes(p, x, c.Subsystem)
 	if err != nil {

@@ -174,8 +174,8 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 			tried = append(tried, route.Provider+":down")
 			continue
 		}
-		x.Meta.Annotations = setAnnotation(x.Meta.Annotations, AnnotationProvider, route.Provider)
-		x.Meta.Annotations = setAnnotation(x.Meta.Annotations, AnnotationModel, route.Model)
+		x.Meta.Annotations = setKV(x.Meta.Annotations, AnnotationProvider, route.Provider)
+		x.Meta.Annotations = setKV(x.Meta.Annotations, AnnotationModel, route.Model)
 		for try := 0; try < 2; try++ {
 			if !g.allow(route.Provider) {
 				break // half-open and its trial slot is taken: next provider
@@ -511,12 +511,7 @@ const (
 
 // preferred moves the provider a layer asked for to the front of cands.
 func preferred(cands []*pipeline.Provider, anns []wire.KV) []*pipeline.Provider {
-	want := ""
-	for _, a := range anns {
-		if a.Key == AnnotationPrefer {
-			want = a.Value
-		}
-	}
+	want := annotation(anns, AnnotationPrefer)
 	if want == "" {
 		return cands
 	}
@@ -529,17 +524,6 @@ func preferred(cands []*pipeline.Provider, anns []wire.KV) []*pipeline.Provider 
 		}
 	}
 	return cands
-}
-
-// setAnnotation replaces or adds key.
-func setAnnotation(anns []wire.KV, key, value string) []wire.KV {
-	for i := range anns {
-		if anns[i].Key == key {
-			anns[i].Value = value
-			return anns
-		}
-	}
-	return append(anns, wire.KV{Key: key, Value: value})
 }
 
 // passCallerHeaders forwards the caller's protocol headers an upstream of the

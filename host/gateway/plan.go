@@ -79,7 +79,7 @@ func (g *Gateway) newPlanner(ctx *fasthttp.RequestCtx, p *pipeline.Pipeline, x *
 	pl.intent = &pl.built.Intent
 	pl.failed = map[string]bool{}
 	if built.Intent.Subsystem != "" {
-		x.Meta.Annotations = setAnnotation(x.Meta.Annotations, AnnotationSubsystem, built.Intent.Subsystem)
+		x.Meta.Annotations = setKV(x.Meta.Annotations, AnnotationSubsystem, built.Intent.Subsystem)
 	}
 	return pl, nil
 }
@@ -181,7 +181,8 @@ func annotation(anns []wire.KV, key string) string {
 	return ""
 }
 
-// setKV replaces or adds key in kvs.
+// setKV replaces or adds key in kvs (headers, whose names are
+// case-insensitive, and annotations, whose keys are lower-case).
 func setKV(kvs []wire.KV, key, value string) []wire.KV {
 	for i := range kvs {
 		if strings.EqualFold(kvs[i].Key, key) {
