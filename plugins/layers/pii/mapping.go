@@ -1,9 +1,9 @@
 package main
 
 import (
-	"crypto/aes"
 	"crypto/rand"
 	"crypto/subtle"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 
@@ -103,10 +103,12 @@ func unmarshalMapping(b []byte) (*mapping, error) {
 	return m, nil
 }
 
-// Sealing: AES-128-CTR (zero IV: a key seals one message), then
-// HMAC-SHA-256 over the ciphertext (encrypt-then-MAC), the tag truncated to
-// 16 bytes. The HMAC's two hashes run on the host's native SHA-256: inside
-// wasm, GCM's GHASH alone cost more than this whole function.
+// Sealing: a keystream of SHA-256(key ‖ counter) blocks (a PRF in counter
+// mode; a key seals one message), then HMAC-SHA-256 over the ciphertext
+// (encrypt-then-MAC) under an independent key, the tag truncated to 16
+// bytes. Every hash runs on the host's native SHA-256: inside wasm there are
+// no AES instructions, and software AES cost more than the hashes (4 KB
+// request with PII, side by side: 52.3/50.9/49.6 µs against 55.0/52.7/82.5).
 const tagLen = 16
 
 // seal encrypts the mapping under a fresh random key; it returns the sealed
@@ -118,9 +120,7 @@ func seal(m *mapping) ([]byte, string, error) {
 	}
 	plain := m.marshal()
 	out := make([]byte, len(plain), len(plain)+tagLen)
-	if err := xorCTR(key[:16], out, plain); err != nil {
-		return nil, "", err
-	}
+	xorStream(key[:16], out, plain)
 	tag := hmacSHA256(key[16:], out)
 	return append(out, tag[:tagLen]...), hex.EncodeToString(key[:]), nil
 }
@@ -140,34 +140,23 @@ func open(sealed []byte, keyHex string) (*mapping, error) {
 		return nil, errors.New("mapping does not authenticate")
 	}
 	plain := make([]byte, len(body))
-	if err := xorCTR(key[:16], plain, body); err != nil {
-		return nil, err
-	}
+	xorStream(key[:16], plain, body)
 	return unmarshalMapping(plain)
 }
 
-// xorCTR XORs src with the AES-CTR keystream (counter from zero) into dst.
-// By hand: the standard library's generic CTR computes 512 bytes of
-// keystream ahead, several times what a mapping needs.
-func xorCTR(key, dst, src []byte) error {
-	b, err := aes.NewCipher(key)
-	if err != nil {
-		return err
-	}
-	var ctr, ks [aes.BlockSize]byte
-	for off := 0; off < len(src); off += aes.BlockSize {
-		b.Encrypt(ks[:], ctr[:])
-		for j := 0; j < aes.BlockSize && off+j < len(src); j++ {
+// xorStream XORs src with a keystream into dst: SHA-256(key ‖ counter), 32
+// bytes a block — a PRF in counter mode on the host's native SHA-256, which
+// costs less than software AES inside wasm (no AES instructions there).
+func xorStream(key, dst, src []byte) {
+	var in [16 + 8]byte
+	copy(in[:16], key)
+	for off, ctr := 0, uint64(0); off < len(src); off, ctr = off+32, ctr+1 {
+		binary.LittleEndian.PutUint64(in[16:], ctr)
+		ks := plugin.SHA256(in[:])
+		for j := 0; j < 32 && off+j < len(src); j++ {
 			dst[off+j] = src[off+j] ^ ks[j]
 		}
-		for j := aes.BlockSize - 1; j >= 0; j-- {
-			ctr[j]++
-			if ctr[j] != 0 {
-				break
-			}
-		}
 	}
-	return nil
 }
 
 // hmacSHA256 is HMAC (RFC 2104) with the host's SHA-256.
