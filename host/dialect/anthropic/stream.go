@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/bardoinference/bardo/host/dialect"
@@ -249,6 +250,9 @@ func appendStartBlock(b []byte, bl *wire.Block) []byte {
 type StreamDecoder struct {
 	stopped, delta bool
 	open           []int64
+	// other are the indexes of blocks of a type the ABI does not model
+	// (BlockOther): their deltas have nowhere to go in the caller's stream.
+	other []int64
 }
 
 // NewStreamDecoder returns a decoder for one stream.
@@ -319,6 +323,9 @@ func (d *StreamDecoder) Decode(event string, data []byte) ([]wire.Event, error) 
 			return nil, dec.Prefix(err, "content_block")
 		}
 		d.open = append(d.open, index)
+		if b.Type == wire.BlockOther {
+			d.other = append(d.other, index)
+		}
 		return []wire.Event{{Type: wire.EventBlockStart, Index: index, Block: b}}, nil
 	case "content_block_delta":
 		if jsonx.KindOf(delta) != jsonx.Object {
@@ -355,6 +362,13 @@ func (d *StreamDecoder) Decode(event string, data []byte) ([]wire.Event, error) 
 			kind = wire.DeltaSignature
 		default:
 			return nil, nil // citations_delta and future kinds
+		}
+		if slices.Contains(d.other, index) {
+			// A block of a type the ABI does not model is relayed as its
+			// start only: a text or JSON delta into it would make the
+			// caller's stream invalid (an SDK refuses a text_delta for a
+			// block that is not text).
+			return nil, nil
 		}
 		s, err := rs.Str("delta", text)
 		if err != nil {
