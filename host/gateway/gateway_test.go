@@ -26,23 +26,7 @@ trusted = true
 `
 
 func upstreamPipeline(fake *fakeupstream.Server, layers string) string {
-	return layers + `
-[[provider]]
-name = "up"
-plugin = "openai-compatible.wasm"
-base_url = "` + fake.URL() + `/v1"
-credential = "env:UP_KEY"
-models = ["gpt-*"]
-trusted = true
-
-[[provider]]
-name = "claude"
-plugin = "anthropic.wasm"
-base_url = "` + fake.URL() + `"
-credential = "env:UP_KEY"
-models = ["claude-*"]
-trusted = true
-
+	return layers + testgateway.FakeProviders(fake.URL()) + `
 [[provider]]
 name = "sim"
 plugin = "sim.wasm"
@@ -52,7 +36,7 @@ trusted = true
 `
 }
 
-const upKey = "sk-test-upstream-secret-0123456789"
+const upKey = testgateway.FakeUpstreamKey
 
 func startWithUpstream(t *testing.T, layers string) (*testgateway.Gateway, *fakeupstream.Server) {
 	t.Helper()

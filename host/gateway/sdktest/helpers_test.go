@@ -23,23 +23,7 @@ import (
 // claude-* to an Anthropic upstream ("claude"), both the same fake server;
 // layers (if any) come first. It is host/gateway's upstreamPipeline.
 func pipelineTOML(fake *fakeupstream.Server, layers string) string {
-	return layers + `
-[[provider]]
-name = "up"
-plugin = "openai-compatible.wasm"
-base_url = "` + fake.URL() + `/v1"
-credential = "env:UP_KEY"
-models = ["gpt-*"]
-trusted = true
-
-[[provider]]
-name = "claude"
-plugin = "anthropic.wasm"
-base_url = "` + fake.URL() + `"
-credential = "env:UP_KEY"
-models = ["claude-*"]
-trusted = true
-`
+	return layers + testgateway.FakeProviders(fake.URL())
 }
 
 // upKey is the upstream's key: only the gateway knows it. The SDKs send

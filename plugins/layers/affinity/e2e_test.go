@@ -19,7 +19,7 @@ import (
 
 func init() { testgateway.Plugins["affinity.wasm"] = "plugins/layers/affinity" }
 
-const upKey = "sk-test-upstream-secret-0123456789"
+const upKey = testgateway.FakeUpstreamKey
 
 const chat = "/v1/chat/completions"
 

@@ -27,7 +27,7 @@ import (
 
 func init() { testgateway.Plugins["compress.wasm"] = "plugins/layers/compress" }
 
-const upKey = "sk-test-upstream-secret-0123456789"
+const upKey = testgateway.FakeUpstreamKey
 
 func startGateway(tb testing.TB, pipelineTOML string) *testgateway.Gateway {
 	tb.Helper()

@@ -25,7 +25,7 @@ import (
 
 func init() { testgateway.Plugins["hashcache.wasm"] = "plugins/layers/hashcache" }
 
-const upKey = "sk-test-upstream-secret-0123456789"
+const upKey = testgateway.FakeUpstreamKey
 
 const paceMs = 20
 
@@ -43,23 +43,7 @@ replay_pace_ms = 20
 `
 
 func pipeline(fake *fakeupstream.Server) string {
-	return layer + `
-[[provider]]
-name = "up"
-plugin = "openai-compatible.wasm"
-base_url = "` + fake.URL() + `/v1"
-credential = "env:UP_KEY"
-models = ["gpt-*"]
-trusted = true
-
-[[provider]]
-name = "claude"
-plugin = "anthropic.wasm"
-base_url = "` + fake.URL() + `"
-credential = "env:UP_KEY"
-models = ["claude-*"]
-trusted = true
-`
+	return layer + testgateway.FakeProviders(fake.URL())
 }
 
 func start(t *testing.T) (*testgateway.Gateway, *fakeupstream.Server) {

@@ -37,23 +37,7 @@ func start(t *testing.T) (*testgateway.Gateway, *fakeupstream.Server) {
 name = "pii"
 plugin = "pii.wasm"
 trusted = true
-
-[[provider]]
-name = "up"
-plugin = "openai-compatible.wasm"
-base_url = "` + fake.URL() + `/v1"
-credential = "env:UP_KEY"
-models = ["gpt-*"]
-trusted = true
-
-[[provider]]
-name = "claude"
-plugin = "anthropic.wasm"
-base_url = "` + fake.URL() + `"
-credential = "env:UP_KEY"
-models = ["claude-*"]
-trusted = true
-`
+` + testgateway.FakeProviders(fake.URL())
 	g := testgateway.Start(t, pipeline, testgateway.Options{Env: map[string]string{"UP_KEY": upKey}})
 	return g, fake
 }

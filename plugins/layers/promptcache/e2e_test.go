@@ -23,7 +23,7 @@ func init() {
 	testgateway.Plugins["hashcache.wasm"] = "plugins/layers/hashcache"
 }
 
-const upKey = "sk-test-upstream-secret-0123456789"
+const upKey = testgateway.FakeUpstreamKey
 
 // The timeouts are generous: these tests are about behaviour (also under
 // -race on a busy machine); the layers' cost is measured by the benchmarks.
@@ -37,23 +37,7 @@ timeout = "2s"
 `
 
 func pipeline(fake *fakeupstream.Server, layers string) string {
-	return layers + `
-[[provider]]
-name = "up"
-plugin = "openai-compatible.wasm"
-base_url = "` + fake.URL() + `/v1"
-credential = "env:UP_KEY"
-models = ["gpt-*"]
-trusted = true
-
-[[provider]]
-name = "claude"
-plugin = "anthropic.wasm"
-base_url = "` + fake.URL() + `"
-credential = "env:UP_KEY"
-models = ["claude-*"]
-trusted = true
-`
+	return layers + testgateway.FakeProviders(fake.URL())
 }
 
 func start(t *testing.T, layers string) (*testgateway.Gateway, *fakeupstream.Server) {

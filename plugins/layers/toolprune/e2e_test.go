@@ -22,7 +22,7 @@ import (
 
 func init() { testgateway.Plugins["toolprune.wasm"] = "plugins/layers/toolprune" }
 
-const upKey = "sk-test-upstream-secret-0123456789"
+const upKey = testgateway.FakeUpstreamKey
 
 func start(t *testing.T) (*testgateway.Gateway, *fakeupstream.Server) {
 	t.Helper()
@@ -34,23 +34,7 @@ name = "toolprune"
 plugin = "toolprune.wasm"
 on_error = "fail-open"
 trusted = true
-
-[[provider]]
-name = "up"
-plugin = "openai-compatible.wasm"
-base_url = "` + fake.URL() + `/v1"
-credential = "env:UP_KEY"
-models = ["gpt-*"]
-trusted = true
-
-[[provider]]
-name = "claude"
-plugin = "anthropic.wasm"
-base_url = "` + fake.URL() + `"
-credential = "env:UP_KEY"
-models = ["claude-*"]
-trusted = true
-`
+` + testgateway.FakeProviders(fake.URL())
 	return testgateway.Start(t, cfg, testgateway.Options{Env: map[string]string{"UP_KEY": upKey}}), fake
 }
 
