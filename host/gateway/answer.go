@@ -233,7 +233,7 @@ func (s *streamer) run(w *bufio.Writer) {
 				if !final {
 					batch = []wire.SSE{ev}
 				}
-				evs, state, werr = s.p.DecodeStream(s.ctx, s.x, s.pr, s.route, batch, state, final)
+				evs, state, werr = s.p.DecodeStream(s.ctx, s.x, s.pr, s.route, s.resp.Headers, batch, state, final)
 			}
 			if werr != nil {
 				fail(werr)

@@ -388,6 +388,34 @@ func tenantOf(*fasthttp.RequestCtx) string { return "anonymous" }
 // and the upstream speaks the caller's dialect (unknown fields and every
 // cache_control survive untouched), otherwise a native encoding.
 func (g *Gateway) upstreamBody(x *pipeline.Exchange, call *wire.UpstreamCall, route wire.Route) ([]byte, *wire.Error) {
+	body, werr := g.encodeBody(x, call, route)
+	if werr != nil || call.BodyMode != wire.BodyNative {
+		return body, werr
+	}
+	// The adapter's provider-specific members (OpenRouter's provider
+	// preferences, Venice's venice_parameters) go on the standard body.
+	if len(call.BodyMerge) > 0 {
+		merged, err := mergeMembers(body, call.BodyMerge, false)
+		if err != nil {
+			return nil, &wire.Error{Status: 502, Kind: wire.ErrInternal,
+				Message: "provider adapter " + route.Provider + " returned a body_merge that " + err.Error()}
+		}
+		body = merged
+	}
+	// The profile's members for this provider, where the caller set none.
+	if len(x.ProfileMembers) > 0 {
+		merged, err := mergeMembers(body, x.ProfileMembers, true)
+		if err != nil {
+			return nil, &wire.Error{Status: 500, Kind: wire.ErrInternal, Message: "inference profile members: " + err.Error()}
+		}
+		body = merged
+	}
+	return body, nil
+}
+
+// encodeBody is the upstream body as the call's body mode says, before any
+// merge.
+func (g *Gateway) encodeBody(x *pipeline.Exchange, call *wire.UpstreamCall, route wire.Route) ([]byte, *wire.Error) {
 	switch call.BodyMode {
 	case wire.BodyRaw:
 		return call.Body, nil

@@ -33,6 +33,11 @@ type Exchange struct {
 	// x-api-key or x-goog-api-key), for direct providers only: it is never
 	// logged, stored or sent anywhere else.
 	CallerKey string
+	// ProfileMembers is a JSON object of upstream body members the
+	// subsystem's inference profile adds for the provider being tried
+	// (reasoning effort, thinking budgets): set on a natively encoded body
+	// only where the caller's request has no member of that name.
+	ProfileMembers []byte
 
 	streamState [][]byte // per stream-phase layer, its opaque state
 }

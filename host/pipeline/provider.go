@@ -151,10 +151,10 @@ func (p *Pipeline) Decode(ctx context.Context, x *Exchange, pr *Provider, route 
 
 // DecodeStream asks the provider plugin to turn a batch of upstream SSE events
 // into canonical events; state is the plugin's own, round-tripped per stream.
-func (p *Pipeline) DecodeStream(ctx context.Context, x *Exchange, pr *Provider, route wire.Route, events []wire.SSE, state []byte, final bool) ([]wire.Event, []byte, *wire.Error) {
+func (p *Pipeline) DecodeStream(ctx context.Context, x *Exchange, pr *Provider, route wire.Route, headers []wire.KV, events []wire.SSE, state []byte, final bool) ([]wire.Event, []byte, *wire.Error) {
 	enc := encoders.Get().(*wire.Encoder)
 	defer encoders.Put(enc)
-	in := wire.DecodeStreamInput{Meta: x.Meta, Route: route, Events: events, State: state, Final: final}
+	in := wire.DecodeStreamInput{Meta: x.Meta, Route: route, Events: events, State: state, Final: final, Headers: headers}
 	in.Encode(enc)
 	out, err := pr.Plugin.Call(ctx, plugin.OpDecodeStream, enc.Bytes(), x.info())
 	if err != nil {

@@ -123,6 +123,11 @@ func (d *Decoder) Init(b []byte) {
 	d.pos = 1
 }
 
+// More reports whether bytes are left: a field appended to a message in a
+// later ABI minor version is read only when More says it is there, so a
+// message from an older peer decodes with the field at its zero value.
+func (d *Decoder) More() bool { return d.err == nil && d.pos < len(d.buf) }
+
 // Err reports the first decoding error, if any.
 func (d *Decoder) Err() error { return d.err }
 

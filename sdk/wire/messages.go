@@ -465,6 +465,9 @@ func (x *EncodeResult) Encode(e *Encoder) {
 	}
 	e.optResponse(x.Local)
 	e.optError(x.Error)
+	if x.Call != nil {
+		e.Raw(x.Call.BodyMerge) // v1.3, appended
+	}
 }
 
 // Decode reads the encode result.
@@ -484,6 +487,9 @@ func (x *EncodeResult) Decode(b []byte) error {
 	}
 	x.Local = d.optResponse()
 	x.Error = d.optError()
+	if x.Call != nil && d.More() {
+		x.Call.BodyMerge = d.Raw()
+	}
 	return d.Err()
 }
 
@@ -535,6 +541,7 @@ func (x *DecodeStreamInput) Encode(e *Encoder) {
 	}
 	e.Raw(x.State)
 	e.Bool(x.Final)
+	e.KVs(x.Headers) // v1.3, appended
 }
 
 // Decode reads the stream decode input.
@@ -551,6 +558,9 @@ func (x *DecodeStreamInput) Decode(b []byte) error {
 	}
 	x.State = d.Raw()
 	x.Final = d.Bool()
+	if d.More() {
+		x.Headers = d.KVs()
+	}
 	return d.Err()
 }
 

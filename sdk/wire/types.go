@@ -53,6 +53,11 @@ const (
 	PhaseRequest  Phase = 1 << iota // before routing, in pipeline order
 	PhaseResponse                   // on a complete (non-streamed) response, reverse order
 	PhaseStream                     // on each batch of stream events, reverse order
+	// PhaseFallback: every provider failed; a layer that keeps answers
+	// (a cache) may serve one it would otherwise consider stale. In
+	// pipeline order, with the request as it left the request phase and
+	// the annotations the layers wrote there (ABI v1.3).
+	PhaseFallback
 )
 
 // BlockType is the kind of a content block.
@@ -337,6 +342,12 @@ type UpstreamCall struct {
 	Body            []byte  // with BodyRaw
 	Stream          bool    // expect an SSE response
 	ResponseDialect Dialect // non-zero: success bodies/streams are in this dialect and the host decodes them natively
+	// BodyMerge, with BodyNative, is a JSON object whose members the host
+	// sets on the body it encodes (replacing members of the same name): the
+	// provider-specific fields of an otherwise standard body, such as
+	// OpenRouter's "provider" preferences or Venice's "venice_parameters".
+	// It makes the body non-pristine. (ABI v1.3; travels after Error.)
+	BodyMerge []byte
 }
 
 // EncodeResult is the output of a provider's encode: either a call to make, a
@@ -376,6 +387,9 @@ type DecodeStreamInput struct {
 	Events []SSE
 	State  []byte
 	Final  bool // the upstream closed the stream
+	// Headers are the upstream's response headers (status 2xx), on every
+	// batch: an adapter may refuse a stream by them (ABI v1.3).
+	Headers []KV
 }
 
 // DecodeStreamResult is the canonical events for a batch.
