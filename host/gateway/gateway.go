@@ -290,6 +290,22 @@ func (g *Gateway) attempt(rctx context.Context, p *pipeline.Pipeline, x *pipelin
 		transient := werr.Retryable || werr.Status >= 500 || werr.Status == 429 || werr.Status == 408
 		return attemptOutcome{err: werr, transient: transient}
 	}
+	if call.VerifySuccess && call.ResponseDialect != wire.DialectNone {
+		// The adapter vets a response the host decodes natively (Venice:
+		// no-retention headers, TEE receipts); a stream by its headers.
+		var body []byte
+		if !call.Stream {
+			body = resp.Body
+		}
+		if werr := p.Verify(rctx, x, pr, route, resp.Status, resp.Headers, body); werr != nil {
+			if call.Stream {
+				resp.Abort()
+			} else {
+				resp.Close()
+			}
+			return attemptOutcome{err: werr, transient: werr.Retryable}
+		}
+	}
 	if !call.Stream {
 		return attemptOutcome{call: call, resp: resp}
 	}

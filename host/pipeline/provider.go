@@ -127,6 +127,19 @@ func (p *Pipeline) Encode(ctx context.Context, x *Exchange, pr *Provider, route 
 // Decode asks the provider plugin to turn an upstream response into a
 // canonical response or error.
 func (p *Pipeline) Decode(ctx context.Context, x *Exchange, pr *Provider, route wire.Route, status int, headers []wire.KV, body []byte) (*wire.Response, *wire.Error) {
+	return p.decode(ctx, x, pr, route, status, headers, body, false)
+}
+
+// Verify asks the provider plugin whether a successful upstream response
+// the host will decode natively may be used (UpstreamCall.VerifySuccess):
+// nil accepts it, an error refuses it. A stream is verified by its headers
+// alone (body nil), before its first byte reaches the caller.
+func (p *Pipeline) Verify(ctx context.Context, x *Exchange, pr *Provider, route wire.Route, status int, headers []wire.KV, body []byte) *wire.Error {
+	_, werr := p.decode(ctx, x, pr, route, status, headers, body, true)
+	return werr
+}
+
+func (p *Pipeline) decode(ctx context.Context, x *Exchange, pr *Provider, route wire.Route, status int, headers []wire.KV, body []byte, verify bool) (*wire.Response, *wire.Error) {
 	enc := encoders.Get().(*wire.Encoder)
 	defer encoders.Put(enc)
 	in := wire.DecodeInput{Meta: x.Meta, Route: route, Status: int64(status), Headers: headers, Body: body}
@@ -142,6 +155,9 @@ func (p *Pipeline) Decode(ctx context.Context, x *Exchange, pr *Provider, route 
 	if res.Error != nil {
 		res.Error.Message = pr.Redact(res.Error.Message)
 		return nil, res.Error
+	}
+	if verify {
+		return nil, nil
 	}
 	if res.Response == nil {
 		return nil, p.providerError(pr, "decode", fmt.Errorf("neither a response nor an error"))

@@ -8,16 +8,16 @@ import "testing"
 func TestAppendedFieldsCompat(t *testing.T) {
 	var e Encoder
 	call := &UpstreamCall{Method: "POST", URL: "https://x/v1/chat/completions", BodyMode: BodyNative,
-		BodyDialect: DialectOpenAI, BodyMerge: []byte(`{"provider":{"sort":"price"}}`)}
+		BodyDialect: DialectOpenAI, BodyMerge: []byte(`{"provider":{"sort":"price"}}`), VerifySuccess: true}
 	(&EncodeResult{Call: call}).Encode(&e)
 	full := append([]byte(nil), e.Bytes()...)
 
 	var got EncodeResult
-	if err := got.Decode(full); err != nil || string(got.Call.BodyMerge) != string(call.BodyMerge) {
+	if err := got.Decode(full); err != nil || string(got.Call.BodyMerge) != string(call.BodyMerge) || !got.Call.VerifySuccess {
 		t.Fatalf("v1.3 round trip: %v %q", err, got.Call.BodyMerge)
 	}
 	// A v1.2 encoder stops after the error: cut the appended field off.
-	old := full[:len(full)-1-len(call.BodyMerge)]
+	old := full[:len(full)-2-len(call.BodyMerge)]
 	got = EncodeResult{}
 	if err := got.Decode(old); err != nil || got.Call == nil || got.Call.BodyMerge != nil || got.Call.URL != call.URL {
 		t.Fatalf("v1.2 message: %v %+v", err, got.Call)

@@ -467,6 +467,7 @@ func (x *EncodeResult) Encode(e *Encoder) {
 	e.optError(x.Error)
 	if x.Call != nil {
 		e.Raw(x.Call.BodyMerge) // v1.3, appended
+		e.Bool(x.Call.VerifySuccess)
 	}
 }
 
@@ -489,6 +490,7 @@ func (x *EncodeResult) Decode(b []byte) error {
 	x.Error = d.optError()
 	if x.Call != nil && d.More() {
 		x.Call.BodyMerge = d.Raw()
+		x.Call.VerifySuccess = d.Bool()
 	}
 	return d.Err()
 }

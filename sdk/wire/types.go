@@ -348,6 +348,13 @@ type UpstreamCall struct {
 	// OpenRouter's "provider" preferences or Venice's "venice_parameters".
 	// It makes the body non-pristine. (ABI v1.3; travels after Error.)
 	BodyMerge []byte
+	// VerifySuccess, with ResponseDialect, has the host call the adapter's
+	// decode with a 2xx response before decoding it natively: the adapter
+	// answers an Error to refuse it (a privacy header missing, a receipt
+	// that does not verify) or neither a Response nor an Error to accept it.
+	// A stream is verified by its status and headers (Body empty) before
+	// its first byte reaches the caller. (ABI v1.3.)
+	VerifySuccess bool
 }
 
 // EncodeResult is the output of a provider's encode: either a call to make, a
