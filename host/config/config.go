@@ -162,6 +162,7 @@ type Provider struct {
 	// Routing (routing.go): traits, the static catalog, and the subsystems
 	// a restricted provider serves (empty: all).
 	Traits     routing.Traits
+	TraitsSet  TraitSet // which of Traits the entry set (they override the plugin's describe())
 	Catalog    []catalog.Model
 	Subsystems []string
 	// CatalogRefresh, when set, fetches the backend's GET <base_url>/models
@@ -169,6 +170,9 @@ type Provider struct {
 	// answer's format ("" = detect).
 	CatalogRefresh time.Duration
 	CatalogShape   string
+	// CatalogRefreshOff: catalog_refresh = "off" — never fetch, not even
+	// from a catalog URL the plugin describes.
+	CatalogRefreshOff bool
 	// Direct: the provider is reached with the caller's own key (its
 	// Authorization, x-api-key or x-goog-api-key header), never the
 	// gateway's, and receives the caller's request as sent, before any

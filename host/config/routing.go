@@ -23,17 +23,21 @@ func (c *checker) providerRouting(p string, t map[string]any, pr *Provider) {
 			c.unknownKeys(tt, k, []string{"private", "self_funding", "context_engineering", "payment"})
 			if b, ok := c.boolean(tt, k, "private"); ok {
 				pr.Traits.Private = b
+				pr.TraitsSet |= TraitPrivate
 			}
 			if b, ok := c.boolean(tt, k, "self_funding"); ok {
 				pr.Traits.SelfFunding = b
+				pr.TraitsSet |= TraitSelfFunding
 			}
 			if b, ok := c.boolean(tt, k, "context_engineering"); ok {
 				pr.Traits.ContextEngineering = b
+				pr.TraitsSet |= TraitContextEngineering
 			}
 			if s, ok := c.str(tt, k, "payment"); ok {
 				if err := pr.Traits.Payment.UnmarshalText([]byte(s)); err != nil {
 					c.errf(joinKey(k, "payment"), `unknown payment mode %q: want "x402", "prepaid", "api_key", "diem" or "wallet"`, s)
 				}
+				pr.TraitsSet |= TraitPayment
 			}
 		}
 	}
@@ -50,7 +54,9 @@ func (c *checker) providerRouting(p string, t map[string]any, pr *Provider) {
 			c.errf(joinKey(p, "direct"), "a direct provider uses the caller's own key: remove its credential")
 		}
 	}
-	if v, ok := c.str(t, p, "catalog_refresh"); ok && v != "off" {
+	if v, ok := c.str(t, p, "catalog_refresh"); ok && v == "off" {
+		pr.CatalogRefreshOff = true
+	} else if ok {
 		d, err := time.ParseDuration(v)
 		switch {
 		case err != nil:
@@ -91,17 +97,54 @@ func (c *checker) providerRouting(p string, t map[string]any, pr *Provider) {
 	}
 }
 
+// TraitSet names the traits a [[provider]] entry set explicitly: those
+// override what the plugin's describe() says.
+type TraitSet uint8
+
+// Traits an entry can set.
+const (
+	TraitPrivate TraitSet = 1 << iota
+	TraitSelfFunding
+	TraitContextEngineering
+	TraitPayment
+)
+
+// Overlay returns the plugin's self-description (the zero description for
+// a plugin without describe()) with what this entry states laid over it:
+// the operator's name, the traits it set, its static catalog (replacing the
+// plugin's models), its `models` globs and its `subsystems`. The plugin's
+// policy, parameter style, shared features and catalog URL stay.
+func (p *Provider) Overlay(d routing.ProviderDescription) routing.ProviderDescription {
+	d.ID = p.Name
+	if p.TraitsSet&TraitPrivate != 0 {
+		d.Traits.Private = p.Traits.Private
+	}
+	if p.TraitsSet&TraitSelfFunding != 0 {
+		d.Traits.SelfFunding = p.Traits.SelfFunding
+	}
+	if p.TraitsSet&TraitContextEngineering != 0 {
+		d.Traits.ContextEngineering = p.Traits.ContextEngineering
+	}
+	if p.TraitsSet&TraitPayment != 0 {
+		d.Traits.Payment = p.Traits.Payment
+	}
+	if len(p.Models) > 0 {
+		d.ModelPatterns = p.Models
+	}
+	if len(p.Subsystems) > 0 {
+		d.Policy.Subsystems = p.Subsystems
+	}
+	if len(p.Catalog) > 0 {
+		d.Models = make([]routing.ModelInfo, 0, len(p.Catalog))
+		for i := range p.Catalog {
+			d.Models = append(d.Models, p.Catalog[i].Info())
+		}
+	}
+	return d
+}
+
 // Description is what the intent resolver knows about the provider: its
 // traits, its catalog and the globs of explicit models it serves.
 func (p *Provider) Description() routing.ProviderDescription {
-	d := routing.ProviderDescription{
-		ID:            p.Name,
-		Traits:        p.Traits,
-		ModelPatterns: p.Models,
-		Policy:        routing.Policy{Subsystems: p.Subsystems},
-	}
-	for i := range p.Catalog {
-		d.Models = append(d.Models, p.Catalog[i].Info())
-	}
-	return d
+	return p.Overlay(routing.ProviderDescription{})
 }

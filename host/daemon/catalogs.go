@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/bardoinference/bardo/host/catalog"
 	"github.com/bardoinference/bardo/host/pipeline"
@@ -41,12 +42,13 @@ func (c *catalogs) Sync(providers []*pipeline.Provider) {
 	want := map[string]bool{}
 	for _, pr := range providers {
 		s := pr.Spec
-		if !pr.Enabled || s.CatalogRefresh == 0 || s.BaseURL == "" {
+		base, path, interval := catalogSource(pr)
+		if !pr.Enabled || interval == 0 || base == "" {
 			continue
 		}
 		want[s.Name] = true
 		auth := pr.CatalogAuth()
-		key := strings.Join([]string{s.BaseURL, s.CatalogRefresh.String(), s.CatalogShape, auth}, "\x00")
+		key := strings.Join([]string{base, path, interval.String(), s.CatalogShape, auth}, "\x00")
 		if old, ok := c.byName[s.Name]; ok {
 			if old.key == key {
 				continue
@@ -59,8 +61,8 @@ func (c *catalogs) Sync(providers []*pipeline.Provider) {
 		}
 		name := s.Name
 		r, err := catalog.NewRefresher(catalog.Options{
-			Provider: name, BaseURL: strings.TrimSuffix(s.BaseURL, "/"), Shape: catalog.Shape(s.CatalogShape),
-			Interval: s.CatalogRefresh, Header: h, Static: s.Catalog,
+			Provider: name, BaseURL: strings.TrimSuffix(base, "/"), Path: path, Shape: catalog.Shape(s.CatalogShape),
+			Interval: interval, Header: h, Static: s.Catalog,
 			OnUpdate: func(cat *catalog.Catalog) {
 				c.version.Add(1)
 				c.metrics.Add("bardo_catalog_refreshes_total", 1, "provider", name, "result", "ok")
@@ -85,6 +87,41 @@ func (c *catalogs) Sync(providers []*pipeline.Provider) {
 		}
 	}
 	c.version.Add(1)
+}
+
+// catalogSource says where and how often a provider's catalog is fetched
+// (interval 0: never). catalog_refresh in pipeline.toml decides ("off":
+// never; a duration: from the described catalog URL, else
+// <base_url>/models). Without it, a provider whose plugin describes a
+// catalog URL and whose entry lists no static models refreshes hourly —
+// the only way intents can reach it; a static catalog is the operator's
+// statement and is refreshed only when asked.
+func catalogSource(pr *pipeline.Provider) (base, path string, interval time.Duration) {
+	s := pr.Spec
+	if s.CatalogRefreshOff {
+		return "", "", 0
+	}
+	base, interval = s.BaseURL, s.CatalogRefresh
+	var described string
+	if pr.Described != nil {
+		described = pr.Described.CatalogURL
+	}
+	if interval == 0 && described != "" && len(s.Catalog) == 0 {
+		interval = catalog.DefaultInterval
+	}
+	switch {
+	case strings.Contains(described, "://"):
+		// An absolute URL: split at its last path segment (before any query).
+		end := len(described)
+		if q := strings.IndexByte(described, '?'); q >= 0 {
+			end = q
+		}
+		i := strings.LastIndexByte(described[:end], '/')
+		base, path = described[:i], described[i:]
+	case described != "":
+		path = described
+	}
+	return base, path, interval
 }
 
 // Models implements pipeline.CatalogSource.

@@ -43,6 +43,7 @@ type planner struct {
 	built    hostrouting.Built
 	failed   map[string]bool
 	attempts int
+	profile  profileBase // the request before the subsystem's profile
 }
 
 // newPlanner decides how the request is routed; an error is the caller's
@@ -135,8 +136,10 @@ func (pl *planner) next() (*pipeline.Provider, string, *wire.Error) {
 	if len(res.Degraded) > 0 {
 		x.Degraded = append(x.Degraded, res.Degraded...)
 	}
-	if pl.attempts == 1 && pl.intent.Subsystem != "" {
-		applyProfile(x, pl.intent.Subsystem, &res)
+	if pl.intent.Subsystem != "" {
+		// Every attempt: the profile's parameters and reasoning members
+		// depend on the resolved provider's style.
+		applyProfile(x, &pl.profile, pl.intent.Subsystem, &res)
 	}
 	x.Headers = setKV(x.Headers, HeaderIntent, pl.source())
 	x.Headers = setKV(x.Headers, HeaderCostEst, strconv.FormatFloat(res.EstimatedCostUSD, 'f', 6, 64))

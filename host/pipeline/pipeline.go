@@ -88,7 +88,13 @@ type Provider struct {
 	Plugin  *sandbox.Plugin
 	Enabled bool   // false when its credential could not be resolved
 	Why     string // why it is disabled
-	secret  string
+	// Described is the plugin's own describe() (nil: the plugin does not
+	// describe itself); pipeline.toml is laid over it (config.Overlay).
+	Described *routing.ProviderDescription
+	// customResolve: the plugin answers resolve() itself.
+	customResolve bool
+	secret        string
+	log           *slog.Logger
 }
 
 // Pipeline is one generation of loaded plugins.
@@ -247,6 +253,10 @@ func (p *Pipeline) link() error {
 		}
 		if d := pr.Plugin.Descriptor(); d.Kind != "provider" {
 			errs = append(errs, fmt.Errorf("%s:%d: provider %s: %s is a %s plugin", p.Config.Path, pr.Spec.Line, pr.Spec.Name, pr.Spec.Plugin, d.Kind))
+			continue
+		}
+		if err := pr.describe(p.log); err != nil {
+			errs = append(errs, fmt.Errorf("%s:%d: provider %s: %w", p.Config.Path, pr.Spec.Line, pr.Spec.Name, err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -213,7 +213,7 @@ func (p *Pipeline) buildDescriptions() {
 				spec.Catalog = ms
 			}
 		}
-		ds = append(ds, spec.Description())
+		ds = append(ds, pr.description(spec))
 	}
 	p.desc.Store(&ds)
 	p.descVer.Store(ver)

@@ -119,7 +119,7 @@ type instance struct {
 	mod   api.Module
 	mem   api.Memory
 	buf   api.Function
-	ops   [plugin.OpDecodeStream + 1]api.Function
+	ops   [len(exportNames)]api.Function
 	stack [2]uint64
 }
 
@@ -132,6 +132,10 @@ var exportNames = [...]string{
 	plugin.OpEncode:       "bardo_encode",
 	plugin.OpDecode:       "bardo_decode",
 	plugin.OpDecodeStream: "bardo_decode_stream",
+	// v1.3
+	plugin.OpProviderDescribe: "bardo_provider_describe",
+	plugin.OpResolve:          "bardo_resolve",
+	plugin.OpOnFallback:       "bardo_on_fallback",
 }
 
 const pageSize = 64 << 10
@@ -234,6 +238,16 @@ func checkImports(cm wazero.CompiledModule) error {
 
 // Descriptor is what the plugin said about itself.
 func (p *Plugin) Descriptor() wire.Descriptor { return p.desc }
+
+// Exports reports whether the plugin exports op's function (the optional
+// exports of later ABI minor versions).
+func (p *Plugin) Exports(op plugin.Op) bool {
+	if int(op) >= len(exportNames) {
+		return false
+	}
+	_, ok := p.compiled.ExportedFunctions()[exportNames[op]]
+	return ok
+}
 
 // Name is the plugin's name from the configuration.
 func (p *Plugin) Name() string { return p.opts.Name }

@@ -74,6 +74,15 @@ func exportDecode(n uint32) uint64 { return call(OpDecode, n) }
 //go:wasmexport bardo_decode_stream
 func exportDecodeStream(n uint32) uint64 { return call(OpDecodeStream, n) }
 
+//go:wasmexport bardo_provider_describe
+func exportProviderDescribe(n uint32) uint64 { return call(OpProviderDescribe, n) }
+
+//go:wasmexport bardo_resolve
+func exportResolve(n uint32) uint64 { return call(OpResolve, n) }
+
+//go:wasmexport bardo_on_fallback
+func exportOnFallback(n uint32) uint64 { return call(OpOnFallback, n) }
+
 // Host functions, module "bardo_v1" (docs/abi.md).
 
 //go:wasmimport bardo_v1 log

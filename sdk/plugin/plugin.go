@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bardoinference/bardo/sdk/routing"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -44,6 +45,12 @@ type Layer struct {
 	OnResponse func(in *wire.LayerResponse, res *wire.LayerResponseResult) error
 	// OnStream sees each batch of stream events.
 	OnStream func(in *wire.LayerStream, res *wire.LayerStreamResult) error
+	// OnFallback (wire.PhaseFallback) runs when every provider failed: the
+	// request as it left the request phase, with the annotations every
+	// layer wrote there. A layer that keeps answers may answer with one it
+	// would otherwise not serve (a cache entry past its freshness); any
+	// other action means "nothing to offer".
+	OnFallback func(req *wire.LayerRequest, res *wire.LayerResult) error
 }
 
 // Provider is a provider adapter.
@@ -65,6 +72,23 @@ type Provider struct {
 	// DecodeStream turns upstream SSE events into canonical events (only needed
 	// when the call did not set ResponseDialect).
 	DecodeStream func(in *wire.DecodeStreamInput, res *wire.DecodeStreamResult) error
+
+	// Describe is the provider's describe(): what the intent resolver
+	// knows about it — traits, policy, parameter style, and its models or
+	// where to fetch them (sdk/routing.ProviderDescription). The host calls
+	// it once per loaded pipeline, after Init, so it may read the config;
+	// pipeline.toml overrides it field by field. Nil: the provider is
+	// described by pipeline.toml alone.
+	Describe func() (routing.ProviderDescription, error)
+	// Resolve is the provider's resolve(intent) → resolution | none. The
+	// host runs the standard resolver natively on the provider's
+	// description (pipeline.toml and refreshed catalogs merged in) and
+	// hands its answer — nil when it found none — to Resolve, which keeps,
+	// adjusts or vetoes it, or answers where the standard found nothing.
+	// It must fill Provider and Model (and should keep Features, Quality
+	// and LatencyMs true to the model). Setting it marks the description
+	// Policy.Custom; nil: the standard resolver alone, no call into WASM.
+	Resolve func(in *routing.Intent, standard *routing.Resolution) (routing.Resolution, bool)
 }
 
 // Op names one ABI export; the host calls bardo_<op>.
@@ -80,6 +104,10 @@ const (
 	OpEncode
 	OpDecode
 	OpDecodeStream
+	// ABI v1.3, additive.
+	OpProviderDescribe
+	OpResolve
+	OpOnFallback
 )
 
 // StatusError is the first byte of an export's output when the call failed;
@@ -139,8 +167,12 @@ func run(op Op, in []byte) error {
 		var d wire.Descriptor
 		switch {
 		case layer != nil:
+			phases := layer.Phases
+			if layer.OnFallback != nil {
+				phases |= wire.PhaseFallback
+			}
 			d = wire.Descriptor{ABI: ABIVersion, Name: layer.Name, Version: layer.Version, Kind: "layer",
-				Phases: layer.Phases, Reads: layer.Reads, Writes: layer.Writes}
+				Phases: phases, Reads: layer.Reads, Writes: layer.Writes}
 		case provider != nil:
 			d = wire.Descriptor{ABI: ABIVersion, Name: provider.Name, Version: provider.Version, Kind: "provider",
 				Reads: provider.Reads}
@@ -222,6 +254,21 @@ func runLayer(op Op, in []byte) error {
 		}
 		encodeOK(&res)
 		return nil
+	case OpOnFallback:
+		if layer.OnFallback == nil {
+			return fmt.Errorf("layer %s has no OnFallback", layer.Name)
+		}
+		var req wire.LayerRequest
+		if err := req.Decode(in); err != nil {
+			return err
+		}
+		var res wire.LayerResult
+		if err := layer.OnFallback(&req, &res); err != nil {
+			return err
+		}
+		res.Patched = 0 // the request is not sent anywhere any more
+		encodeOK(&res)
+		return nil
 	}
 	return fmt.Errorf("op %d is not a layer op", op)
 }
@@ -267,8 +314,60 @@ func runProvider(op Op, in []byte) error {
 		}
 		encodeOK(&res)
 		return nil
+	case OpProviderDescribe:
+		if provider.Describe == nil {
+			if provider.Resolve != nil {
+				return fmt.Errorf("provider %s has Resolve but no Describe", provider.Name)
+			}
+			return encodeJSON(nil) // described by pipeline.toml alone
+		}
+		d, err := provider.Describe()
+		if err != nil {
+			return fmt.Errorf("describe: %w", err)
+		}
+		if provider.Resolve != nil {
+			d.Policy.Custom = true
+		}
+		return encodeJSON(d)
+	case OpResolve:
+		if provider.Resolve == nil {
+			return fmt.Errorf("provider %s has no Resolve", provider.Name)
+		}
+		if len(in) == 0 || in[0] != wire.FormatVersion {
+			return errors.New("resolve input: missing or unknown format byte")
+		}
+		var x resolveInput
+		if err := json.Unmarshal(in[1:], &x); err != nil {
+			return fmt.Errorf("resolve input: %w", err)
+		}
+		r, ok := provider.Resolve(&x.Intent, x.Standard)
+		if !ok {
+			return encodeJSON(nil)
+		}
+		return encodeJSON(&r)
 	}
 	return fmt.Errorf("op %d is not a provider op", op)
+}
+
+// resolveInput is bardo_resolve's input (JSON after the format byte): the
+// intent as the walk hands it to this provider, and the standard
+// resolver's answer on the provider's merged description (null: none).
+type resolveInput struct {
+	Intent   routing.Intent      `json:"intent"`
+	Standard *routing.Resolution `json:"standard"`
+}
+
+// encodeJSON writes a JSON payload after the format byte (the ABI's
+// routing exports carry sdk/routing's JSON forms: they are called once per
+// pipeline, or only for providers with a custom resolve).
+func encodeJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	out.Reset()
+	out.Append(b)
+	return nil
 }
 
 // Log levels for [Log].

@@ -7,7 +7,7 @@ package routing
 type Intent struct {
 	// Subsystem names the caller's subsystem ("risk", "dream", ...) or an
 	// inferred task ("task:code"); provider policies may key on it.
-	Subsystem string
+	Subsystem string `json:"subsystem,omitempty"`
 	// Model is an explicitly requested model, "" for "best available". It
 	// may carry a provider prefix ("blockrun/claude-opus-4-6") to pin the
 	// provider; a vendor prefix ("anthropic/claude-opus-4-6") matches either
@@ -15,39 +15,39 @@ type Intent struct {
 	// quality, latency and cost do not apply, required features are checked
 	// in pass 1 and reported as degraded in pass 2, and the first provider
 	// in order that has it (and whose policy takes the intent) serves it.
-	Model string
+	Model string `json:"model,omitempty"`
 	// Require are hard requirements: a model must have all of them (pass 1).
-	Require FeatureSet
+	Require FeatureSet `json:"require,omitempty"`
 	// Prefer are soft preferences: missing ones are reported as degraded.
-	Prefer FeatureSet
+	Prefer FeatureSet `json:"prefer,omitempty"`
 	// Quality is the floor of acceptable model quality (QualityUnset: none).
-	Quality Quality
+	Quality Quality `json:"quality,omitempty"`
 	// MaxLatencyMs is the latency budget compared with a model's typical
 	// latency; 0 means unlimited.
-	MaxLatencyMs int64
+	MaxLatencyMs int64 `json:"max_latency_ms,omitempty"`
 	// CostSensitivity runs from 0 (cost does not matter) to 1 (cheapest wins).
-	CostSensitivity float64
+	CostSensitivity float64 `json:"cost_sensitivity,omitempty"`
 	// Security restricts the providers; above Standard it fails closed.
-	Security SecurityClass
+	Security SecurityClass `json:"security,omitempty"`
 	// DiemAvailable says the caller holds Venice DIEM credit, which makes
 	// DIEM-paid providers free for this call (and lets a provider whose
 	// policy says so accept the intent for that reason alone).
-	DiemAvailable bool
+	DiemAvailable bool `json:"diem_available,omitempty"`
 	// InputTokens and OutputTokens estimate the call's size for the cost
 	// estimate and the cost score; 0 takes DefaultInputTokens and
 	// DefaultOutputTokens.
-	InputTokens  int64
-	OutputTokens int64
+	InputTokens  int64 `json:"input_tokens,omitempty"`
+	OutputTokens int64 `json:"output_tokens,omitempty"`
 	// Relaxed is set by Resolve on the intent it hands providers in pass 2:
 	// the requirements are moved to Prefer (and remembered in Dropped) and
 	// the latency budget is doubled. A provider may then accept a model one
 	// quality level below Quality, or one lacking a dropped requirement; it
 	// should prefer, in this order, models with every dropped requirement,
 	// then models at the quality floor (StandardResolve does).
-	Relaxed bool
+	Relaxed bool `json:"relaxed,omitempty"`
 	// Wallet is the agent's economics, for self-funding providers.
-	Wallet  Wallet
-	Dropped FeatureSet
+	Wallet  Wallet     `json:"wallet"`
+	Dropped FeatureSet `json:"dropped,omitempty"`
 }
 
 // Default call size for cost estimates when an intent gives none: a typical
@@ -170,32 +170,32 @@ func (p *ProviderDescription) resolve(in *Intent) (Resolution, bool) {
 // Resolution is the answer: which provider and model serve the intent, what
 // it costs, and what was compromised.
 type Resolution struct {
-	Provider string
-	Model    string
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
 	// EstimatedCostUSD is the model's price for the intent's call size (0
 	// when DIEM pays). With Payment == PaymentAPIKey the owner's own bill
 	// pays it, not Bardo's ledger (the host reports X-Bardo-Cost: direct).
-	EstimatedCostUSD float64
-	Payment          PaymentMode
+	EstimatedCostUSD float64     `json:"estimated_cost_usd"`
+	Payment          PaymentMode `json:"payment"`
 	// Features are the model's features (the provider's included).
-	Features FeatureSet
+	Features FeatureSet `json:"features,omitempty"`
 	// Quality and LatencyMs are the model's, for degradation reports.
-	Quality   Quality
-	LatencyMs int64
+	Quality   Quality `json:"quality,omitempty"`
+	LatencyMs int64   `json:"latency_ms,omitempty"`
 	// Style is the parameter style for MapProfile (StyleByFamily already
 	// resolved for the model).
-	Style ParamStyle
+	Style ParamStyle `json:"style,omitempty"`
 	// Missing are the wanted features (required or preferred) the model
 	// lacks.
-	Missing FeatureSet
+	Missing FeatureSet `json:"missing,omitempty"`
 	// Degraded names every compromise for X-Bardo-Degraded and the
 	// provider:resolved event: the Missing features by name, then
 	// "quality:<wanted>><got>" and "max_latency_ms:<budget>><typical>" when
 	// pass 2 had to relax them. Empty (nil) when nothing was compromised.
-	Degraded []string
+	Degraded []string `json:"degraded,omitempty"`
 	// Pass is 1 when every requirement was met, 2 when requirements were
 	// relaxed.
-	Pass int
+	Pass int `json:"pass,omitempty"`
 }
 
 // IsDegraded reports whether anything was compromised.

@@ -7,10 +7,10 @@ import "math"
 // in USD. The agent reports them (X-Bardo-Wallet); a self-funding provider
 // serves only intents that carry them.
 type Wallet struct {
-	Known           bool
-	LifetimeRevenue float64
-	LifetimeCost    float64
-	Balance         float64
+	Known           bool    `json:"known,omitempty"`
+	LifetimeRevenue float64 `json:"lifetime_revenue,omitempty"`
+	LifetimeCost    float64 `json:"lifetime_cost,omitempty"`
+	Balance         float64 `json:"balance,omitempty"`
 }
 
 // Ratio is the sustainability ratio R = lifetime revenue / lifetime cost;

@@ -39,6 +39,10 @@ func (e *Encoder) Reset() {
 	e.buf = append(e.buf[:0], FormatVersion)
 }
 
+// Append appends b as it is, without a length: for exports whose payload
+// after the format byte is not a wire message (the routing exports' JSON).
+func (e *Encoder) Append(b []byte) { e.buf = append(e.buf, b...) }
+
 // Uint writes an unsigned varint.
 func (e *Encoder) Uint(v uint64) { e.buf = binary.AppendUvarint(e.buf, v) }
 

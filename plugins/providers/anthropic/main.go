@@ -11,6 +11,7 @@ import (
 
 	"github.com/bardoinference/bardo/sdk/adapter"
 	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/routing"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -33,9 +34,18 @@ func init() {
 			cfg = config{Path: "/v1/messages", Version: "2023-06-01"}
 			return plugin.DecodeConfig(&cfg)
 		},
-		Encode: encode,
-		Decode: decode,
+		Encode:   encode,
+		Decode:   decode,
+		Describe: describe,
 	})
+}
+
+// describe: Anthropic takes thinking budgets (the anthropic parameter
+// style). No catalog URL: GET /v1/models wants x-api-key, not the bearer
+// the catalog refresher sends, and lists neither prices nor quality; a
+// static [[provider.model]] catalog in pipeline.toml gives them.
+func describe() (routing.ProviderDescription, error) {
+	return routing.ProviderDescription{Params: routing.StyleAnthropic}, nil
 }
 
 func encode(in *wire.EncodeInput, res *wire.EncodeResult) error {

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/routing"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -85,6 +86,12 @@ func init() {
 		Encode:       encode,
 		Decode:       decode,
 		DecodeStream: decodeStream,
+		// Gemini takes thinking budgets its own way (the gemini parameter
+		// style); its model list carries no prices, so the catalog is
+		// pipeline.toml's.
+		Describe: func() (routing.ProviderDescription, error) {
+			return routing.ProviderDescription{Params: routing.StyleGemini}, nil
+		},
 	})
 }
 
@@ -190,7 +197,7 @@ func encode(in *wire.EncodeInput, res *wire.EncodeResult) error {
 		res.Error = invalid("no model given for provider " + in.Route.Provider)
 		return nil
 	}
-	body, werr := buildRequest(&in.Request)
+	body, werr := buildRequest(&in.Request, in.Meta.Annotations)
 	if werr != nil {
 		res.Error = werr
 		return nil
@@ -256,7 +263,7 @@ type extraFields struct {
 	} `json:"response_format"`
 }
 
-func buildRequest(r *wire.Request) (*gRequest, *wire.Error) {
+func buildRequest(r *wire.Request, anns []wire.KV) (*gRequest, *wire.Error) {
 	out := &gRequest{SafetySettings: cfg.SafetySettings}
 
 	var sys []gPart
@@ -324,8 +331,12 @@ func buildRequest(r *wire.Request) (*gRequest, *wire.Error) {
 	if p.Set&wire.HasSeed != 0 {
 		gc.Seed = &p.Seed
 	}
+	callerThinking := false
 	if len(r.Extra) > 2 {
-		applyExtra(r.Extra, gc)
+		callerThinking = applyExtra(r.Extra, gc)
+	}
+	if !callerThinking {
+		gc.ThinkingConfig = profileThinking(anns)
 	}
 	if cfg.IncludeThoughts {
 		if gc.ThinkingConfig == nil {
@@ -344,11 +355,50 @@ func buildRequest(r *wire.Request) (*gRequest, *wire.Error) {
 // in its OpenAI-compatible endpoint.
 var reasoningBudgets = map[string]int64{"minimal": 1024, "low": 1024, "medium": 8192, "high": 24576}
 
-func applyExtra(extra []byte, gc *gGenConfig) {
+// Annotations the gateway sets from the routed subsystem's inference
+// profile: the reasoning effort it asks of this provider, and whether it
+// wants the reasoning text back.
+const (
+	annReasoningEffort = "bardo.profile.reasoning_effort"
+	annVisibleThinking = "bardo.profile.visible_thinking"
+)
+
+// profileThinking is the thinkingConfig the gateway's profile annotation
+// asks for, or nil. The levels budget like reasoning_effort; the top ones
+// (OpenAI's "xhigh", the profile's "max") get the table's highest, which
+// every budgeted Gemini model accepts. "none" sends nothing, as a disabled
+// thinking does: some Gemini models cannot turn thinking off and refuse a
+// budget of 0. Thought summaries only when the profile wants them visible.
+func profileThinking(anns []wire.KV) *gThinkingConfig {
+	level := annotation(anns, annReasoningEffort)
+	b, ok := reasoningBudgets[level]
+	if level == "xhigh" || level == "max" {
+		b, ok = reasoningBudgets["high"], true
+	}
+	if !ok {
+		return nil
+	}
+	return &gThinkingConfig{IncludeThoughts: annotation(anns, annVisibleThinking) == "true", ThinkingBudget: &b}
+}
+
+func annotation(anns []wire.KV, key string) string {
+	for i := len(anns) - 1; i >= 0; i-- {
+		if anns[i].Key == key {
+			return anns[i].Value
+		}
+	}
+	return ""
+}
+
+// applyExtra maps the caller's extra fields; it reports whether the caller
+// set thinking or reasoning_effort itself (disabled counts: the caller's
+// choice beats the gateway's profile).
+func applyExtra(extra []byte, gc *gGenConfig) (callerThinking bool) {
 	var x extraFields
 	if json.Unmarshal(extra, &x) != nil {
-		return
+		return false
 	}
+	callerThinking = x.Thinking != nil || x.ReasoningEffort != ""
 	switch {
 	case x.Thinking != nil && (x.Thinking.Type == "enabled" || x.Thinking.Type == "adaptive"):
 		gc.ThinkingConfig = &gThinkingConfig{IncludeThoughts: true}
@@ -375,6 +425,7 @@ func applyExtra(extra []byte, gc *gGenConfig) {
 			}
 		}
 	}
+	return callerThinking
 }
 
 // toolConfig maps the canonical tool_choice. keep, when non-nil, restricts

@@ -575,3 +575,69 @@ func TestDecodeErrors(t *testing.T) {
 		t.Fatalf("retry-after: %+v", res.Error)
 	}
 }
+
+// The gateway's inference profile reaches this BodyRaw adapter as
+// annotations; it becomes thinkingConfig unless the caller set its own.
+func TestEncodeProfileReasoning(t *testing.T) {
+	h := plugintest.New(t, `{}`)
+	msgs := []wire.Message{user(text("assess"))}
+	anns := func(kv ...string) []wire.KV {
+		var out []wire.KV
+		for i := 0; i < len(kv); i += 2 {
+			out = append(out, wire.KV{Key: kv[i], Value: kv[i+1]})
+		}
+		return out
+	}
+	genConfig := func(req wire.Request, a []wire.KV) any {
+		t.Helper()
+		res := h.Encode(wire.EncodeInput{Route: route, Request: req, Meta: wire.Meta{Annotations: a}})
+		if res.Error != nil {
+			t.Fatalf("encode error %+v", res.Error)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(res.Call.Body, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m["generationConfig"]
+	}
+	for _, c := range []struct {
+		name  string
+		extra string
+		anns  []wire.KV
+		want  string // generationConfig; "" = none
+	}{
+		{"high", "", anns("bardo.profile.reasoning_effort", "high"), `{"thinkingConfig":{"thinkingBudget":24576}}`},
+		{"xhigh", "", anns("bardo.profile.reasoning_effort", "xhigh"), `{"thinkingConfig":{"thinkingBudget":24576}}`},
+		{"max", "", anns("bardo.profile.reasoning_effort", "max"), `{"thinkingConfig":{"thinkingBudget":24576}}`},
+		{"low, visible", "", anns("bardo.profile.reasoning_effort", "low", "bardo.profile.visible_thinking", "true"),
+			`{"thinkingConfig":{"includeThoughts":true,"thinkingBudget":1024}}`},
+		{"none: the model's default", "", anns("bardo.profile.reasoning_effort", "none"), ""},
+		{"no annotation", "", nil, ""},
+		{"unknown level", "", anns("bardo.profile.reasoning_effort", "extreme"), ""},
+		{"caller's effort wins", `{"reasoning_effort":"low"}`, anns("bardo.profile.reasoning_effort", "high"),
+			`{"thinkingConfig":{"includeThoughts":true,"thinkingBudget":1024}}`},
+		{"caller's budget wins", `{"thinking":{"type":"enabled","budget_tokens":2048}}`, anns("bardo.profile.reasoning_effort", "high"),
+			`{"thinkingConfig":{"includeThoughts":true,"thinkingBudget":2048}}`},
+		{"caller's disabled wins", `{"thinking":{"type":"disabled"}}`, anns("bardo.profile.reasoning_effort", "high"), ""},
+		{"other extra fields do not count", `{"metadata":{"user_id":"u"}}`, anns("bardo.profile.reasoning_effort", "medium"),
+			`{"thinkingConfig":{"thinkingBudget":8192}}`},
+	} {
+		req := wire.Request{Messages: msgs}
+		if c.extra != "" {
+			req.Extra = []byte(c.extra)
+		}
+		got := genConfig(req, c.anns)
+		if c.want == "" {
+			if got != nil {
+				t.Errorf("%s: generationConfig %v, want none", c.name, got)
+			}
+			continue
+		}
+		jsonEq(t, c.name, got, c.want)
+	}
+
+	// include_thoughts adds summaries to the profile's budget.
+	h = plugintest.New(t, `{"include_thoughts":true}`)
+	jsonEq(t, "include_thoughts", genConfig(wire.Request{Messages: msgs}, anns("bardo.profile.reasoning_effort", "medium")),
+		`{"thinkingConfig":{"includeThoughts":true,"thinkingBudget":8192}}`)
+}

@@ -9,10 +9,12 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/bardoinference/bardo/sdk/adapter"
 	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/routing"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -25,6 +27,15 @@ type config struct {
 	// Headers are added to every upstream request (e.g. OpenRouter's
 	// HTTP-Referer and X-Title).
 	Headers map[string]string `json:"headers"`
+	// Params is how the upstream takes inference parameters
+	// (sdk/routing.ParamStyle: "openai", "generic", ...; default
+	// "by_family": each model by its vendor, as pass-through servers do).
+	Params string `json:"params"`
+	// CatalogURL is where the model list is fetched, relative to base_url
+	// or absolute (e.g. "/models"). Unset by default: which server this
+	// adapter talks to is the operator's choice, so is fetching its list
+	// (catalog_refresh in pipeline.toml fetches <base_url>/models anyway).
+	CatalogURL string `json:"catalog_url"`
 }
 
 var cfg config
@@ -37,9 +48,24 @@ func init() {
 			cfg = config{Path: "/chat/completions", AuthHeader: "Authorization", AuthScheme: "Bearer"}
 			return plugin.DecodeConfig(&cfg)
 		},
-		Encode: encode,
-		Decode: decode,
+		Encode:   encode,
+		Decode:   decode,
+		Describe: describe,
 	})
+}
+
+// describe: an OpenAI-compatible server whose models are listed at its
+// catalog URL. What it is (traits, payment) depends on which server it is
+// pointed at, so pipeline.toml states that; the dedicated backend plugins
+// (openrouter, blockrun, bankr) describe themselves fully.
+func describe() (routing.ProviderDescription, error) {
+	d := routing.ProviderDescription{CatalogURL: cfg.CatalogURL}
+	if cfg.Params != "" {
+		if err := d.Params.UnmarshalText([]byte(cfg.Params)); err != nil {
+			return d, fmt.Errorf("config params: %w", err)
+		}
+	}
+	return d, nil
 }
 
 func encode(in *wire.EncodeInput, res *wire.EncodeResult) error {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bardoinference/bardo/sdk/adapter"
 	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/routing"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -19,11 +20,28 @@ const Prefix = "[bardo sim] Simulated reply (no upstream model configured). You 
 
 func init() {
 	plugin.RegisterProvider(plugin.Provider{
-		Name:    "sim",
-		Version: "1.0.0",
-		Reads:   wire.PartSystem | wire.PartMessages | wire.PartTools | wire.PartParams,
-		Encode:  encode,
+		Name:     "sim",
+		Version:  "1.0.0",
+		Reads:    wire.PartSystem | wire.PartMessages | wire.PartTools | wire.PartParams,
+		Encode:   encode,
+		Describe: describe,
 	})
+}
+
+// describe: one free model, "sim", that takes any intent — so requests
+// routed by intent (model "auto", X-Bardo-Subsystem) are answered on a
+// machine with no upstream credentials. It claims the features the
+// subsystems most often want, because it answers every request without
+// refusing any of them; its replies say they are simulated.
+func describe() (routing.ProviderDescription, error) {
+	return routing.ProviderDescription{
+		Params: routing.StyleGeneric,
+		Models: []routing.ModelInfo{{
+			ID:       "sim",
+			Quality:  routing.Maximum,
+			Features: routing.Features(routing.ToolUse, routing.VisibleThinking, routing.StructuredOutputs),
+		}},
+	}, nil
 }
 
 func encode(in *wire.EncodeInput, res *wire.EncodeResult) error {
