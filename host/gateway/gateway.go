@@ -163,6 +163,11 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 	for {
 		pr, model, werr := plan.next()
 		if werr != nil {
+			// Every provider that could serve is out of service: a cached
+			// answer beats an error.
+			if werr.Status == 503 && g.answerStale(ctx, rctx, p, x, tried) {
+				return
+			}
 			g.finishError(ctx, x, werr)
 			return
 		}
@@ -220,8 +225,12 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 			}
 		}
 	}
-	// Every candidate failed: the caller gets the last failure, and the
-	// fallback header says what was tried. Nothing was charged.
+	// Every candidate failed: a cached answer if a layer keeps one, else the
+	// caller gets the last failure, and the fallback header says what was
+	// tried. Nothing was charged.
+	if g.answerStale(ctx, rctx, p, x, tried) {
+		return
+	}
 	if len(tried) > 0 {
 		ctx.Response.Header.Set(HeaderFallback, strings.Join(tried, ","))
 	}
@@ -232,6 +241,21 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 				strings.Join(tried, ", ") + "); retry later"}
 	}
 	g.finishError(ctx, x, lastErr)
+}
+
+// answerStale serves the answer a layer kept for this request (a cache
+// entry past its freshness, within its stale-if-error window) when every
+// provider failed: the spec's "degrade if all backends are down — return a
+// cached response if available". X-Bardo-Fallback ends in "cache:stale".
+func (g *Gateway) answerStale(ctx *fasthttp.RequestCtx, rctx context.Context, p *pipeline.Pipeline, x *pipeline.Exchange, tried []string) bool {
+	resp := p.FallbackPhase(rctx, x)
+	if resp == nil {
+		return false
+	}
+	ctx.Response.Header.Set(HeaderFallback, strings.Join(append(tried, "cache:stale"), ","))
+	g.Log.Warn("every provider failed; served a stale cached answer", "request_id", x.Meta.RequestID, "tried", strings.Join(tried, ","))
+	g.answerLocal(ctx, rctx, p, x, resp)
+	return true
 }
 
 // attemptOutcome is one try of one provider.

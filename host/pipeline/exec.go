@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/bardoinference/bardo/host/config"
 	"github.com/bardoinference/bardo/host/sandbox"
@@ -147,6 +148,47 @@ func applyPatch(dst, src *wire.Request, parts wire.Part) {
 	if parts&wire.PartExtra != 0 {
 		dst.Extra = src.Extra
 	}
+}
+
+// fallbackTimeout bounds the whole fallback phase. It runs on its own
+// deadline: the request's may be spent on the failed attempts, and a
+// cached answer is worth a few more milliseconds.
+const fallbackTimeout = 2 * time.Second
+
+// FallbackPhase asks the layers that keep answers (wire.PhaseFallback), in
+// order, for one to serve now that every provider failed: a cache may offer
+// an entry past its freshness but within its stale-if-error window. The
+// first answer wins; its layer's headers and annotations join the exchange
+// (the annotations keep caches from storing the answer again). A layer that
+// fails here is skipped whatever its on_error says: the request has failed
+// already, and this is its last chance. nil: nothing to offer.
+func (p *Pipeline) FallbackPhase(ctx context.Context, x *Exchange) *wire.Response {
+	if len(p.fallback) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fallbackTimeout)
+	defer cancel()
+	enc := encoders.Get().(*wire.Encoder)
+	defer encoders.Put(enc)
+	for _, l := range p.fallback {
+		wire.EncodeLayerRequest(enc, &x.Meta, x.Req, l.Desc.Reads)
+		out, err := l.Plugin.Call(ctx, plugin.OpOnFallback, enc.Bytes(), x.info())
+		var res wire.LayerResult
+		if err == nil {
+			err = res.Decode(out)
+		}
+		if err != nil {
+			p.log.Warn("layer failed in the fallback phase; skipped", "layer", l.Spec.Name, "request_id", x.Meta.RequestID, "err", err)
+			continue
+		}
+		if res.Action != wire.ActionAnswer || res.Answer == nil {
+			continue
+		}
+		x.addHeaders(res.Headers)
+		x.Meta.Annotations = append(x.Meta.Annotations, res.Annotations...)
+		return res.Answer
+	}
+	return nil
 }
 
 // addHeaders keeps only X-Bardo-* headers with printable values: a plugin

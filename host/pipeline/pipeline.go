@@ -106,6 +106,7 @@ type Pipeline struct {
 	request  []*Layer // layers in the request phase, in order
 	response []*Layer // layers in the response phase, in reverse order
 	stream   []*Layer // layers in the stream phase, in reverse order
+	fallback []*Layer // layers that may answer when every provider failed, in order
 
 	catalogs CatalogSource
 	watchers []ProviderWatcher
@@ -236,6 +237,11 @@ func (p *Pipeline) link() error {
 		}
 		if l.Phases&wire.PhaseRequest != 0 {
 			p.request = append(p.request, l)
+			// The fallback phase follows the request phase: a layer finds
+			// its answer by what it noted about the request there.
+			if l.Desc.Phases&wire.PhaseFallback != 0 {
+				p.fallback = append(p.fallback, l)
+			}
 		}
 	}
 	for i := len(p.Layers) - 1; i >= 0; i-- {

@@ -22,7 +22,7 @@ import (
 
 // Headers and annotations.
 const (
-	HeaderCache       = "X-Bardo-Cache"              // hash-hit | miss
+	HeaderCache       = "X-Bardo-Cache"              // hash-hit | miss | stale
 	HeaderSavedTokens = "X-Bardo-Cache-Saved-Tokens" // on a hit: input+output tokens not sent upstream
 	HeaderAge         = "X-Bardo-Cache-Age"          // on a hit: seconds since the entry was stored
 	HeaderKey         = "X-Bardo-Cache-Key"          // the first 16 hex digits of the key
@@ -33,7 +33,8 @@ const (
 	// AnnotationTTL carries the TTL (milliseconds) chosen for a miss.
 	AnnotationTTL = "hashcache.ttl_ms"
 	// AnnotationReplayPace paces the host's stream replay of a hit
-	// (host/gateway.AnnotationReplayPace).
+	// (host/gateway.AnnotationReplayPace). Every cache layer also reads it
+	// as "this answer came from a cache": it is never stored again.
 	AnnotationReplayPace = "bardo.replay.pace_ms"
 )
 
@@ -45,6 +46,9 @@ const (
 	metricSkips       = "hashcache_skips_total"
 	metricSavedTokens = "hashcache_saved_tokens_total"
 	metricErrors      = "hashcache_errors_total"
+	// metricStale counts stale answers served because every provider
+	// failed (the spec's bardo_cache_stale_served; alert when > 0).
+	metricStale = "hashcache_stale_served_total"
 )
 
 type rawConfig struct {
@@ -59,6 +63,7 @@ type rawConfig struct {
 	EphemeralFields *[]string `json:"ephemeral_fields"`
 	IgnoreExtra     *[]string `json:"ignore_extra"`
 	MaxEntryBytes   *int64    `json:"max_entry_bytes"`
+	StaleIfError    string    `json:"stale_if_error"`
 }
 
 type config struct {
@@ -69,6 +74,9 @@ type config struct {
 	minTokens     int64
 	pace          string // replay_pace_ms as the annotation's value, "" for none
 	maxEntryBytes int
+	// staleIfError keeps an entry this long past its TTL, served only when
+	// every provider failed (0: entries die at their TTL).
+	staleIfError time.Duration
 }
 
 // Defaults.
@@ -96,6 +104,7 @@ func init() {
 		OnRequest:  onRequest,
 		OnResponse: onResponse,
 		OnStream:   onStream,
+		OnFallback: onFallback,
 	})
 }
 
@@ -170,6 +179,9 @@ func parseConfig(rc *rawConfig) (c config, n *normalizer, ignore []string, err e
 		return c, nil, nil, fmt.Errorf("ttl = %q: at least 1s", rc.TTL)
 	}
 	if c.ttlStatic, err = dur("ttl_static", rc.TTLStatic, ""); err != nil {
+		return
+	}
+	if c.staleIfError, err = dur("stale_if_error", rc.StaleIfError, "1h"); err != nil {
 		return
 	}
 	markers := defaultMarkers
@@ -250,9 +262,16 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	hexKey := hex.EncodeToString(sum[:])
 	res.Headers = append(res.Headers, wire.KV{Key: HeaderKey, Value: hexKey[:16]})
 
+	ttl := cfg.ttl
+	if cfg.ttlStatic > 0 && !hasMarker(canon[keys.msgStart:keys.msgEnd], cfg.markers) {
+		ttl = cfg.ttlStatic
+	}
 	if v, ok := kvGet(storeKey(hexKey)); ok {
 		resp, storedMs, err := respcache.DecodeEntry(v)
-		if err == nil {
+		// An entry past its TTL is kept only for the fallback phase
+		// (stale_if_error): here it is a miss, and the answer that
+		// replaces it is stored over it.
+		if err == nil && plugin.Now().UnixMilli()-storedMs < ttl.Milliseconds() {
 			// A fresh id in the caller's dialect: the host makes one for an
 			// answer that has none.
 			resp.ID = ""
@@ -271,15 +290,13 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 			plugin.CounterAdd(metricSavedTokens, float64(saved))
 			return nil
 		}
-		// An entry this version cannot read: drop it and treat as a miss.
-		kvDelete(storeKey(hexKey))
-		plugin.CounterAdd(metricErrors, 1)
+		if err != nil {
+			// An entry this version cannot read: drop it and treat as a miss.
+			kvDelete(storeKey(hexKey))
+			plugin.CounterAdd(metricErrors, 1)
+		}
 	}
 
-	ttl := cfg.ttl
-	if cfg.ttlStatic > 0 && !hasMarker(canon[keys.msgStart:keys.msgEnd], cfg.markers) {
-		ttl = cfg.ttlStatic
-	}
 	res.Headers = append(res.Headers, wire.KV{Key: HeaderCache, Value: "miss"})
 	res.Annotations = append(res.Annotations,
 		wire.KV{Key: AnnotationKey, Value: hexKey},
@@ -323,12 +340,52 @@ func store(hexKey string, ttl time.Duration, r *wire.Response) {
 		plugin.CounterAdd(metricSkips, 1)
 		return
 	}
-	if err := kvPut(storeKey(hexKey), v, ttl); err != nil {
+	// The store keeps the entry for its stale-if-error window too; the
+	// request phase judges freshness by the entry's age.
+	if err := kvPut(storeKey(hexKey), v, ttl+cfg.staleIfError); err != nil {
 		plugin.CounterAdd(metricErrors, 1)
 		plugin.Logf(plugin.LevelWarn, "hashcache: storing an entry failed: %v", err)
 		return
 	}
 	plugin.CounterAdd(metricStores, 1)
+}
+
+// onFallback serves this request's entry when every provider failed, if it
+// is within its TTL plus stale_if_error: the request phase noted the key
+// and TTL (a miss, or an entry past its TTL).
+func onFallback(req *wire.LayerRequest, res *wire.LayerResult) error {
+	if cfg.staleIfError <= 0 {
+		return nil
+	}
+	hexKey, ttl, ok := missOf(&req.Meta)
+	if !ok {
+		return nil
+	}
+	v, ok := kvGet(storeKey(hexKey))
+	if !ok {
+		return nil
+	}
+	resp, storedMs, err := respcache.DecodeEntry(v)
+	if err != nil {
+		return nil
+	}
+	age := plugin.Now().UnixMilli() - storedMs
+	if age >= (ttl + cfg.staleIfError).Milliseconds() {
+		return nil
+	}
+	resp.ID = ""
+	pace := cfg.pace
+	if pace == "" {
+		pace = "0" // still marks the answer as cached: never stored again
+	}
+	res.Action = wire.ActionAnswer
+	res.Answer = &resp
+	res.Headers = append(res.Headers,
+		wire.KV{Key: HeaderCache, Value: "stale"},
+		wire.KV{Key: HeaderAge, Value: strconv.FormatInt(max(age/1000, 0), 10)})
+	res.Annotations = append(res.Annotations, wire.KV{Key: AnnotationReplayPace, Value: pace})
+	plugin.CounterAdd(metricStale, 1)
+	return nil
 }
 
 func onResponse(in *wire.LayerResponse, res *wire.LayerResponseResult) error {
