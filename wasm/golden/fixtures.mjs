@@ -119,6 +119,7 @@ export const fixtures = {
       headers: [{ key: 'x-api-key', value: '${credential}' }, { key: 'anthropic-version', value: '2023-06-01' }],
       bodyMode: 0, bodyDialect: wire.Dialect.Anthropic, body: '{"model":"x"}',
       stream: true, responseDialect: wire.Dialect.Anthropic,
+      bodyMerge: '{"provider":{"sort":"price"}}', verifySuccess: true,
     },
     error: apiError,
   }],
@@ -128,6 +129,6 @@ export const fixtures = {
   decode_result: [wire.DecodeResult, { response, error: apiError }],
   decode_stream_input: [wire.DecodeStreamInput, { meta, route,
     events: [{ event: 'message_start', data: '{"type":"message_start"}' }, { event: '', data: null }],
-    state: new Uint8Array([9]), final: false }],
+    state: new Uint8Array([9]), final: false, headers: [{ key: 'x-venice-retention', value: 'none' }] }],
   decode_stream_result: [wire.DecodeStreamResult, { events, state: null, error: apiError }],
 };

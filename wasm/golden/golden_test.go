@@ -165,6 +165,7 @@ func fixtures() []fixture {
 			Headers:  []wire.KV{{Key: "x-api-key", Value: "${credential}"}, {Key: "anthropic-version", Value: "2023-06-01"}},
 			BodyMode: wire.BodyRaw, BodyDialect: wire.DialectAnthropic, Body: []byte(`{"model":"x"}`),
 			Stream: true, ResponseDialect: wire.DialectAnthropic,
+			BodyMerge: []byte(`{"provider":{"sort":"price"}}`), VerifySuccess: true,
 		}, Error: &apiError}),
 		message("encode_result_local", &wire.EncodeResult{Local: &response}),
 		message("decode_input", &wire.DecodeInput{Meta: meta, Route: route, Status: 529,
@@ -172,7 +173,7 @@ func fixtures() []fixture {
 		message("decode_result", &wire.DecodeResult{Response: &response, Error: &apiError}),
 		message("decode_stream_input", &wire.DecodeStreamInput{Meta: meta, Route: route,
 			Events: []wire.SSE{{Event: "message_start", Data: []byte(`{"type":"message_start"}`)}, {Event: "", Data: nil}},
-			State:  []byte{9}, Final: false}),
+			State:  []byte{9}, Final: false, Headers: []wire.KV{{Key: "x-venice-retention", Value: "none"}}}),
 		message("decode_stream_result", &wire.DecodeStreamResult{Events: events, State: nil, Error: &apiError}),
 	}
 }

@@ -26,7 +26,7 @@ export const FORMAT_VERSION = 1;
 // Part: sections of a Request a layer reads or writes.
 export const Part = Object.freeze({ Model: 1, System: 2, Messages: 4, Tools: 8, Params: 16, Extra: 32, All: 63 });
 // Phase: pipeline phases a layer takes part in.
-export const Phase = Object.freeze({ Request: 1, Response: 2, Stream: 4 });
+export const Phase = Object.freeze({ Request: 1, Response: 2, Stream: 4, Fallback: 8 });
 export const Dialect = Object.freeze({ None: 0, OpenAI: 1, Anthropic: 2 });
 export const BlockType = Object.freeze({
   Text: 1, Image: 2, ToolUse: 3, ToolResult: 4, Thinking: 5, RedactedThinking: 6, Document: 7, Other: 8,
@@ -172,6 +172,8 @@ export class Decoder {
     return this.buf.subarray(this.pos - n, this.pos);
   }
   raw() { const v = this.#view(); return v.length ? v.slice() : null; }
+  /** Whether bytes are left: a field appended in a later ABI minor version is read only when present (Go: Decoder.More). */
+  more() { return this.pos < this.buf.length; }
   string() { return utf8dec.decode(this.#view()); }
 }
 
@@ -326,12 +328,33 @@ export const EncodeInput = msg(
   (e, x) => { meta.enc(e, x.meta); route.enc(e, x.route); encRequestParts(e, x.request, Part.All); e.bool(x.pristine); },
   (d) => ({ meta: meta.dec(d), route: route.dec(d), request: decRequestParts(d).request, pristine: d.bool() }),
 );
-export const EncodeResult = fromStruct(struct([['call', opt(upstreamCall)], ['local', opt(response)], ['error', opt(error)]]));
+/** EncodeResult: v1.3 appended call.bodyMerge and call.verifySuccess after the error (only with a call). */
+export const EncodeResult = msg(
+  (e, x) => {
+    opt(upstreamCall).enc(e, x.call); opt(response).enc(e, x.local); opt(error).enc(e, x.error);
+    if (x.call) { e.raw(x.call.bodyMerge); e.bool(x.call.verifySuccess); }
+  },
+  (d) => {
+    const call = opt(upstreamCall).dec(d);
+    const local = opt(response).dec(d);
+    const err = opt(error).dec(d);
+    if (call) {
+      call.bodyMerge = null; call.verifySuccess = false;
+      if (d.more()) { call.bodyMerge = d.raw(); call.verifySuccess = d.bool(); }
+    }
+    return { call, local, error: err };
+  },
+);
 export const DecodeInput = fromStruct(struct([
   ['meta', meta], ['route', route], ['status', int], ['headers', kvs], ['body', raw],
 ]));
 export const DecodeResult = fromStruct(struct([['response', opt(response)], ['error', opt(error)]]));
-export const DecodeStreamInput = fromStruct(struct([
+/** DecodeStreamInput: v1.3 appended the upstream's response headers. */
+const decodeStreamInputHead = struct([
   ['meta', meta], ['route', route], ['events', list(sse, 2)], ['state', raw], ['final', bool],
-]));
+]);
+export const DecodeStreamInput = msg(
+  (e, x) => { decodeStreamInputHead.enc(e, x); kvs.enc(e, x.headers); },
+  (d) => { const o = decodeStreamInputHead.dec(d); o.headers = d.more() ? kvs.dec(d) : []; return o; },
+);
 export const DecodeStreamResult = fromStruct(struct([['events', events], ['state', raw], ['error', opt(error)]]));
