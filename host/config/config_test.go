@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bardoinference/bardo/sdk/routing"
 )
 
 // workdir makes a temporary directory holding the plugin files the tests
@@ -923,5 +925,57 @@ features = ["teleport"]
 		if !strings.Contains(ve.Error(), want) {
 			t.Errorf("problems lack %q:\n%s", want, ve.Error())
 		}
+	}
+}
+
+// TestOverlay: an entry's traits keys, static catalog, globs and subsystems
+// override a plugin's own description; what the entry leaves unsaid (other
+// traits, policy, style, catalog URL) stays the plugin's.
+func TestOverlay(t *testing.T) {
+	workdir(t)
+	cfg, err := Parse([]byte(`
+[[provider]]
+name = "vault"
+plugin = "openai-compatible.wasm"
+models = ["venice/*"]
+subsystems = ["dream"]
+traits = { payment = "diem" }
+[[provider.model]]
+id = "deepseek-r1"
+quality = "high"
+features = ["visible_thinking"]
+`), "pipeline.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := cfg.Providers[0]
+	described := routing.ProviderDescription{
+		ID:         "venice",
+		Traits:     routing.Traits{Private: true, Payment: routing.PaymentAPIKey},
+		Params:     routing.StyleVenice,
+		CatalogURL: "/models?type=text",
+		Models:     []routing.ModelInfo{{ID: "llama-3.3-70b"}},
+		Policy:     routing.Policy{Serves: routing.Features(routing.Privacy), Subsystems: []string{"daimon"}},
+	}
+	d := pr.Overlay(described)
+	if d.ID != "vault" || !d.Traits.Private || d.Traits.Payment != routing.PaymentDiem {
+		t.Errorf("id/traits: %+v", d)
+	}
+	if d.Params != routing.StyleVenice || d.CatalogURL != "/models?type=text" || d.Policy.Serves != routing.Features(routing.Privacy) {
+		t.Errorf("the plugin's style, catalog URL and policy must stay: %+v", d)
+	}
+	if len(d.Models) != 1 || d.Models[0].ID != "deepseek-r1" || len(d.ModelPatterns) != 1 || d.ModelPatterns[0] != "venice/*" {
+		t.Errorf("models: %+v patterns %v", d.Models, d.ModelPatterns)
+	}
+	if len(d.Policy.Subsystems) != 1 || d.Policy.Subsystems[0] != "dream" {
+		t.Errorf("subsystems: %v", d.Policy.Subsystems)
+	}
+	if len(described.Models) != 1 || described.Models[0].ID != "llama-3.3-70b" {
+		t.Error("Overlay changed the plugin's description")
+	}
+	// An entry without those keys leaves the description alone.
+	bare := Provider{PluginSpec: PluginSpec{Name: "venice"}}
+	if d := bare.Overlay(described); d.Traits != described.Traits || len(d.Models) != 1 || d.Policy.Subsystems[0] != "daimon" {
+		t.Errorf("bare entry: %+v", d)
 	}
 }
