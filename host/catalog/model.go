@@ -85,6 +85,7 @@ func (m *Model) Info() routing.ModelInfo {
 		Quality:       m.Quality,
 		Features:      fs,
 		ContextWindow: m.ContextWindow,
+		MaxOutput:     m.MaxOutput,
 		InputPrice:    usdPerMtok(m.Input),
 		OutputPrice:   usdPerMtok(m.Output),
 	}

@@ -85,7 +85,7 @@ func applyProfile(x *pipeline.Exchange, base *profileBase, subsystem string, res
 	if !ok {
 		return
 	}
-	pl := planProfile(&prof, res.Style, res.Features, x.Req, x.Meta.Dialect)
+	pl := planProfile(&prof, res, x.Req, x.Meta.Dialect)
 	params := &pl.params
 	p := &x.Req.Params
 	changed := false
@@ -143,7 +143,8 @@ func applyProfile(x *pipeline.Exchange, base *profileBase, subsystem string, res
 //   - Anthropic thinking with no max_tokens from anyone gets the budget plus
 //     the encoder's default answer room: the default alone is not above
 //     any budget.
-func planProfile(prof *routing.InferenceProfile, style routing.ParamStyle, caps routing.FeatureSet, req *wire.Request, dialect wire.Dialect) profilePlan {
+func planProfile(prof *routing.InferenceProfile, res *routing.Resolution, req *wire.Request, dialect wire.Dialect) profilePlan {
+	style, caps := res.Style, res.Features
 	params, notes := routing.MapProfile(prof, style, caps)
 	pl := profilePlan{params: params, notes: notes}
 	for _, name := range reasoningMembers {
@@ -156,18 +157,22 @@ func planProfile(prof *routing.InferenceProfile, style routing.ParamStyle, caps 
 		off.ReasoningEffort, off.VisibleThinking = routing.EffortUnset, routing.Unset
 		pl.params, pl.notes = routing.MapProfile(&off, style, caps)
 		pl.notes = append(pl.notes, drop)
+		pl.notes = append(pl.notes, pl.params.FitOutput(res.MaxOutput)...)
 		return pl
 	}
+	if params.Thinking && params.Set&routing.FieldMaxTokens == 0 && req.Params.Set&wire.HasMaxTokens == 0 {
+		n := params.ThinkingBudget + anthropic.DefaultMaxTokens
+		pl.params.Set |= routing.FieldMaxTokens
+		pl.params.MaxTokens = n
+		pl.notes = append(pl.notes, "max_tokens:"+strconv.Itoa(anthropic.DefaultMaxTokens)+">"+strconv.FormatInt(n, 10))
+	}
+	// The model's output limit bounds the budget and max_tokens: the
+	// spec's largest budget is above what some models may produce.
+	pl.notes = append(pl.notes, pl.params.FitOutput(res.MaxOutput)...)
 	switch {
 	case params.Thinking:
-		if params.Set&routing.FieldMaxTokens == 0 && req.Params.Set&wire.HasMaxTokens == 0 {
-			n := params.ThinkingBudget + anthropic.DefaultMaxTokens
-			pl.params.Set |= routing.FieldMaxTokens
-			pl.params.MaxTokens = n
-			pl.notes = append(pl.notes, "max_tokens:"+strconv.Itoa(anthropic.DefaultMaxTokens)+">"+strconv.FormatInt(n, 10))
-		}
 		b := append([]byte(nil), `{"thinking":{"type":"enabled","budget_tokens":`...)
-		b = strconv.AppendInt(b, params.ThinkingBudget, 10)
+		b = strconv.AppendInt(b, pl.params.ThinkingBudget, 10)
 		pl.members = append(b, "}}"...)
 		pl.effort = prof.ReasoningEffort.String()
 		if prof.ReasoningEffort <= routing.EffortNone {

@@ -56,7 +56,7 @@ func TestProfileMembersPerStyle(t *testing.T) {
 	} {
 		prof := mustProfile(t, c.subsystem)
 		req := &wire.Request{}
-		pl := planProfile(&prof, c.style, c.caps, req, wire.DialectOpenAI)
+		pl := planProfile(&prof, &routing.Resolution{Style: c.style, Features: c.caps}, req, wire.DialectOpenAI)
 		if string(pl.members) != c.members || pl.effort != c.effort || pl.params.SystemPrefix != c.prefix {
 			t.Errorf("%s: members %s effort %q prefix %q, want %s %q %q", c.name, pl.members, pl.effort, pl.params.SystemPrefix,
 				c.members, c.effort, c.prefix)
@@ -73,7 +73,7 @@ func TestProfileMembersPerStyle(t *testing.T) {
 func TestProfileAnthropicThinkingParams(t *testing.T) {
 	prof := mustProfile(t, "risk")
 	caps := routing.Features(routing.AdaptiveThinking)
-	pl := planProfile(&prof, routing.StyleAnthropic, caps, &wire.Request{}, wire.DialectAnthropic)
+	pl := planProfile(&prof, &routing.Resolution{Style: routing.StyleAnthropic, Features: caps}, &wire.Request{}, wire.DialectAnthropic)
 	p := pl.params
 	if p.Set&(routing.FieldTemperature|routing.FieldTopK) != 0 || p.Set&routing.FieldTopP == 0 || p.TopP < 0.95 {
 		t.Fatalf("sampling with thinking: set %b top_p %v", p.Set, p.TopP)
@@ -88,9 +88,35 @@ func TestProfileAnthropicThinkingParams(t *testing.T) {
 	}
 	// The caller's own max_tokens above the budget is kept: no bump.
 	req := &wire.Request{Params: wire.Params{Set: wire.HasMaxTokens, MaxTokens: 70000}}
-	pl = planProfile(&prof, routing.StyleAnthropic, caps, req, wire.DialectAnthropic)
+	pl = planProfile(&prof, &routing.Resolution{Style: routing.StyleAnthropic, Features: caps}, req, wire.DialectAnthropic)
 	if pl.members == nil || pl.params.Set&routing.FieldMaxTokens != 0 || slices.Contains(pl.notes, "max_tokens:4096>69632") {
 		t.Fatalf("caller max_tokens 70000: members %s set %b notes %v", pl.members, pl.params.Set, pl.notes)
+	}
+}
+
+// A model whose output limit is below the spec's budget (risk: max effort,
+// 65,536 tokens) gets the budget and max_tokens fitted under the limit,
+// noted, so the API does not refuse the request.
+func TestProfileFitsModelOutputLimit(t *testing.T) {
+	prof := mustProfile(t, "risk")
+	res := &routing.Resolution{Style: routing.StyleAnthropic, Features: routing.Features(routing.AdaptiveThinking), MaxOutput: 32000}
+	pl := planProfile(&prof, res, &wire.Request{}, wire.DialectAnthropic)
+	p := pl.params
+	if p.ThinkingBudget != 32000-1024 || p.MaxTokens != 32000 || p.MaxTokens <= p.ThinkingBudget {
+		t.Fatalf("budget %d max_tokens %d, want 30976 / 32000", p.ThinkingBudget, p.MaxTokens)
+	}
+	if !strings.Contains(string(pl.members), `"budget_tokens":30976`) {
+		t.Fatalf("members %s", pl.members)
+	}
+	for _, n := range []string{"thinking_budget:65536>30976", "max_tokens:69632>32000"} {
+		if !slices.Contains(pl.notes, n) {
+			t.Errorf("note %q missing: %v", n, pl.notes)
+		}
+	}
+	// Unknown limit: the spec's budget as is.
+	res.MaxOutput = 0
+	if pl := planProfile(&prof, res, &wire.Request{}, wire.DialectAnthropic); pl.params.ThinkingBudget != 65536 {
+		t.Fatalf("unknown limit changed the budget: %d", pl.params.ThinkingBudget)
 	}
 }
 
@@ -139,7 +165,7 @@ func TestProfileCallerWins(t *testing.T) {
 			wire.Request{Params: wire.Params{Set: wire.HasTemperature, Temperature: 0.9}}, ""},
 	} {
 		prof := mustProfile(t, "risk")
-		pl := planProfile(&prof, c.style, c.caps, &c.req, c.dialect)
+		pl := planProfile(&prof, &routing.Resolution{Style: c.style, Features: c.caps}, &c.req, c.dialect)
 		dropped := slices.Contains(pl.notes, c.drop)
 		switch {
 		case c.drop == "" && (pl.members == nil || slices.Contains(pl.notes, noteCallerSampling) || slices.Contains(pl.notes, noteForcedTool)):
@@ -168,7 +194,7 @@ func TestProfileCallerReasoningMember(t *testing.T) {
 		`{"reasoning":{"effort":"low"}}`,
 	} {
 		req := &wire.Request{Extra: []byte(extra), Params: wire.Params{Set: wire.HasMaxTokens, MaxTokens: 4096}}
-		pl := planProfile(&prof, routing.StyleAnthropic, caps, req, wire.DialectAnthropic)
+		pl := planProfile(&prof, &routing.Resolution{Style: routing.StyleAnthropic, Features: caps}, req, wire.DialectAnthropic)
 		if pl.members != nil || pl.effort != "" || slices.Contains(pl.notes, noteCallerSampling) {
 			t.Errorf("%s: members %s effort %q notes %v", extra, pl.members, pl.effort, pl.notes)
 		}

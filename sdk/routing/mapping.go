@@ -415,3 +415,32 @@ func (m *mapper) extras(style ParamStyle) {
 		}
 	}
 }
+
+// minAnswer is the room a thinking budget leaves for the answer itself
+// when a model's output limit forces the budget down.
+const minAnswer = 1024
+
+// FitOutput fits the mapped parameters under a model's output limit
+// (maxOutput, thinking included; 0 = unknown, nothing changes): the
+// spec's Anthropic budgets go up to 65,536 tokens, above what some models
+// may produce at all, and the API refuses such a request. A thinking
+// budget is cut to leave minAnswer for the answer (never under the
+// smallest budget), max_tokens to the limit. It returns the degraded notes.
+func (o *Params) FitOutput(maxOutput int64) []string {
+	if maxOutput <= 0 {
+		return nil
+	}
+	var notes []string
+	if o.Thinking && o.ThinkingBudget+minAnswer > maxOutput {
+		b := max(maxOutput-minAnswer, anthropicMinBudget)
+		if b < o.ThinkingBudget {
+			notes = append(notes, "thinking_budget:"+strconv.FormatInt(o.ThinkingBudget, 10)+">"+strconv.FormatInt(b, 10))
+			o.ThinkingBudget = b
+		}
+	}
+	if o.Set&FieldMaxTokens != 0 && o.MaxTokens > maxOutput {
+		notes = append(notes, "max_tokens:"+strconv.FormatInt(o.MaxTokens, 10)+">"+strconv.FormatInt(maxOutput, 10))
+		o.MaxTokens = maxOutput
+	}
+	return notes
+}

@@ -189,6 +189,7 @@ func (p *ProviderDescription) resolution(m *ModelInfo, id string, free bool, tin
 		Features:         m.Features | p.Features,
 		Quality:          m.Level(),
 		LatencyMs:        m.LatencyMs,
+		MaxOutput:        m.MaxOutput,
 		Style:            StyleFor(p.Params, m.Family, id),
 	}
 }

@@ -76,6 +76,7 @@ type ModelInfo struct {
 	Quality       Quality    `json:"quality,omitempty" toml:"quality"`
 	Features      FeatureSet `json:"features,omitempty" toml:"features"`
 	ContextWindow int64      `json:"context_window,omitempty" toml:"context_window"` // tokens
+	MaxOutput     int64      `json:"max_output,omitempty" toml:"max_output"`         // most tokens one answer may have, thinking included; 0 unknown
 	InputPrice    float64    `json:"input_price,omitempty" toml:"input_price"`       // USD per million input tokens
 	OutputPrice   float64    `json:"output_price,omitempty" toml:"output_price"`     // USD per million output tokens
 	// LatencyMs is the model's typical (p50) latency until the answer
@@ -182,6 +183,9 @@ type Resolution struct {
 	// Quality and LatencyMs are the model's, for degradation reports.
 	Quality   Quality `json:"quality,omitempty"`
 	LatencyMs int64   `json:"latency_ms,omitempty"`
+	// MaxOutput is the model's output limit (0 unknown): a profile's
+	// thinking budget and max_tokens are fitted under it (Params.FitOutput).
+	MaxOutput int64 `json:"max_output,omitempty"`
 	// Style is the parameter style for MapProfile (StyleByFamily already
 	// resolved for the model).
 	Style ParamStyle `json:"style,omitempty"`
