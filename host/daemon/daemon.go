@@ -15,6 +15,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
+	"github.com/bardoinference/bardo/host/eventlog"
 	"github.com/bardoinference/bardo/host/gateway"
 	"github.com/bardoinference/bardo/host/health"
 	"github.com/bardoinference/bardo/host/kvstore"
@@ -55,6 +56,7 @@ type Daemon struct {
 	KV       *kvstore.Memory
 	Models   *registry.Registry
 	Health   *health.Tracker
+	Events   *eventlog.Log
 	Vectors  *vectorindex.Spaces
 	Manager  *pipeline.Manager
 	Gateway  *gateway.Gateway
@@ -92,7 +94,8 @@ func New(ctx context.Context, path string, opts Options) (_ *Daemon, err error) 
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
-	d.Gateway = &gateway.Gateway{Log: d.Log, Heartbeat: opts.Heartbeat, Health: d.Health}
+	d.Events = eventlog.New(0, d.Log.With("component", "events"))
+	d.Gateway = &gateway.Gateway{Log: d.Log, Heartbeat: opts.Heartbeat, Health: d.Health, Events: d.Events}
 	if d.Gateway.Payer, err = payer(opts); err != nil {
 		return nil, err
 	}
@@ -133,7 +136,7 @@ func New(ctx context.Context, path string, opts Options) (_ *Daemon, err error) 
 	d.Gateway.Upstream = upstream.New(timeout)
 	d.Gateway.Timeout = timeout
 	d.Server = server.New(cfg.Server, d.Gateway, d.Metrics, d.Log)
-	d.Server.Admin = &server.Admin{Token: opts.AdminToken, KV: d.KV, Vectors: d.Vectors, Health: d.Health}
+	d.Server.Admin = &server.Admin{Token: opts.AdminToken, KV: d.KV, Vectors: d.Vectors, Health: d.Health, Events: d.Events}
 	return d, nil
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/bardoinference/bardo/host/eventlog"
 	"github.com/bardoinference/bardo/host/health"
 	"github.com/bardoinference/bardo/host/pipeline"
 	"github.com/bardoinference/bardo/host/upstream"
@@ -61,6 +62,10 @@ type Gateway struct {
 	// provider it has taken out is skipped, and every attempt is recorded.
 	// nil: every provider is always tried.
 	Health *health.Tracker
+	// Events is the operator's event stream (provider:resolved,
+	// provider:fallback, inference:profile_degraded, cache:stale_served;
+	// GET /admin/events). nil: no events.
+	Events *eventlog.Log
 
 	regime atomic.Value // string: the market regime (annotations.go)
 }
@@ -214,6 +219,8 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 			}
 			lastErr = out.err
 			tried = append(tried, route.Provider+":"+strconv.FormatInt(out.err.Status, 10))
+			g.Events.Emit(eventlog.ProviderFallback, rid, map[string]any{
+				"failed": route.Provider, "model": route.Model, "status": out.err.Status, "reason": out.err.Message, "try": try + 1})
 			g.Log.Warn("upstream attempt failed", "request_id", rid, "provider", route.Provider,
 				"try", try+1, "status", out.err.Status, "err", out.err.Message)
 			wait, again := g.retrySame(out)
@@ -234,6 +241,7 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 	if len(tried) > 0 {
 		ctx.Response.Header.Set(HeaderFallback, strings.Join(tried, ","))
 	}
+	g.Events.Emit(eventlog.ProvidersExhausted, rid, map[string]any{"tried": tried})
 	if lastErr == nil {
 		// No attempt at all: health took every candidate out.
 		lastErr = &wire.Error{Status: 503, Kind: wire.ErrOverloaded, RetryAfterMs: 30_000,
@@ -253,6 +261,7 @@ func (g *Gateway) answerStale(ctx *fasthttp.RequestCtx, rctx context.Context, p 
 		return false
 	}
 	ctx.Response.Header.Set(HeaderFallback, strings.Join(append(tried, "cache:stale"), ","))
+	g.Events.Emit(eventlog.CacheStaleServed, x.Meta.RequestID, map[string]any{"tried": tried})
 	g.Log.Warn("every provider failed; served a stale cached answer", "request_id", x.Meta.RequestID, "tried", strings.Join(tried, ","))
 	g.answerLocal(ctx, rctx, p, x, resp)
 	return true

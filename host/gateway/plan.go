@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/bardoinference/bardo/host/eventlog"
 	"github.com/bardoinference/bardo/host/pipeline"
 	hostrouting "github.com/bardoinference/bardo/host/routing"
 	"github.com/bardoinference/bardo/sdk/jsonscan"
@@ -141,9 +142,35 @@ func (pl *planner) next() (*pipeline.Provider, string, *wire.Error) {
 		// depend on the resolved provider's style.
 		applyProfile(x, &pl.profile, pl.intent.Subsystem, &res)
 	}
+	pl.emitResolved(&res)
 	x.Headers = setKV(x.Headers, HeaderIntent, pl.source())
 	x.Headers = setKV(x.Headers, HeaderCostEst, strconv.FormatFloat(res.EstimatedCostUSD, 'f', 6, 64))
 	return pr, res.Model, nil
+}
+
+// emitResolved reports the resolution, and the profile's approximations for
+// it, on the operator's event stream (the spec's provider:resolved and
+// inference:profile_degraded).
+func (pl *planner) emitResolved(res *routing.Resolution) {
+	ev := pl.g.Events
+	if ev == nil {
+		return
+	}
+	rid := pl.x.Meta.RequestID
+	ev.Emit(eventlog.ProviderResolved, rid, map[string]any{
+		"subsystem": pl.intent.Subsystem, "source": pl.source(), "provider": res.Provider, "model": res.Model,
+		"features": res.Features.AppendNames(nil), "degraded": res.Degraded, "pass": res.Pass,
+		"attempt": pl.attempts, "estimated_cost_usd": res.EstimatedCostUSD,
+	})
+	var notes []string
+	for _, d := range pl.x.Degraded {
+		if n, ok := strings.CutPrefix(d, profileNote); ok {
+			notes = append(notes, n)
+		}
+	}
+	if len(notes) > 0 {
+		ev.Emit(eventlog.ProfileDegraded, rid, map[string]any{"subsystem": pl.intent.Subsystem, "provider": res.Provider, "degraded": notes})
+	}
 }
 
 func (pl *planner) source() string {

@@ -1,11 +1,15 @@
 package server
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"strconv"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/bardoinference/bardo/host/eventlog"
 	"github.com/bardoinference/bardo/host/health"
 	"github.com/bardoinference/bardo/host/sandbox"
 )
@@ -28,6 +32,8 @@ type Admin struct {
 	Vectors VectorFlusher
 	// Health reports each provider's circuit state at GET /admin/health.
 	Health *health.Tracker
+	// Events is the operator's event stream at GET /admin/events.
+	Events *eventlog.Log
 }
 
 // VectorFlusher deletes vector index partitions by name prefix.
@@ -179,6 +185,76 @@ func (sv *Server) healthReport(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	adminReply(ctx, 200, map[string]any{"providers": sv.Admin.Health.Snapshot()})
+}
+
+// maxEventsWait bounds a long poll of /admin/events: a reader waiting for
+// the next event holds a connection, and shutdown waits for it.
+const maxEventsWait = 30 * time.Second
+
+// events answers GET /admin/events?since=<seq>&limit=<n>&wait=<duration>:
+// the routing events after seq (provider:resolved, provider:fallback,
+// inference:profile_degraded, cache:stale_served, provider:exhausted),
+// oldest first, and "next", the since of the following poll. With wait
+// (at most 30s) it holds the request until an event arrives. "missed"
+// counts events the reader fell too far behind to get (the log keeps the
+// last 4,096).
+func (sv *Server) events(ctx *fasthttp.RequestCtx) {
+	if !sv.adminAuthorized(ctx) {
+		adminFail(ctx, 401, "admin endpoints need Authorization: Bearer <admin token>")
+		return
+	}
+	if !ctx.IsGet() {
+		ctx.Response.Header.Set("Allow", "GET")
+		adminFail(ctx, 405, "use GET on /admin/events")
+		return
+	}
+	args := ctx.QueryArgs()
+	var since uint64
+	if v := args.Peek("since"); len(v) > 0 {
+		n, err := strconv.ParseUint(string(v), 10, 64)
+		if err != nil {
+			adminFail(ctx, 400, "since must be an event sequence number (the previous answer's next)")
+			return
+		}
+		since = n
+	}
+	limit := 500
+	if v := args.Peek("limit"); len(v) > 0 {
+		n, err := strconv.Atoi(string(v))
+		if err != nil || n < 1 || n > 4096 {
+			adminFail(ctx, 400, "limit must be 1–4096")
+			return
+		}
+		limit = n
+	}
+	var wait time.Duration
+	if v := args.Peek("wait"); len(v) > 0 {
+		d, err := time.ParseDuration(string(v))
+		if err != nil || d < 0 || d > maxEventsWait {
+			adminFail(ctx, 400, "wait must be a duration of at most 30s, such as \"10s\"")
+			return
+		}
+		wait = d
+	}
+	if sv.Admin.Events == nil {
+		adminReply(ctx, 200, map[string]any{"events": []any{}, "next": since, "missed": 0})
+		return
+	}
+	var (
+		evs          []eventlog.Event
+		next, missed uint64
+	)
+	if wait > 0 {
+		wctx, cancel := context.WithTimeout(context.Background(), wait)
+		evs, next, missed = sv.Admin.Events.Wait(wctx, since, limit)
+		cancel()
+	} else {
+		evs, next, missed = sv.Admin.Events.Since(since, limit)
+	}
+	if evs == nil {
+		evs = []eventlog.Event{}
+	}
+	adminReply(ctx, 200, map[string]any{"events": evs, "next": next, "missed": missed})
 }
 
 func validName(s string) bool {

@@ -126,6 +126,11 @@ func (sv *Server) handle(ctx *fasthttp.RequestCtx) {
 			sv.healthReport(ctx)
 			return
 		}
+	case "/admin/events":
+		if sv.Admin != nil && sv.Admin.Token != "" {
+			sv.events(ctx)
+			return
+		}
 	}
 	if sv.Gateway.Handle(ctx) {
 		return
@@ -138,7 +143,7 @@ func (sv *Server) handle(ctx *fasthttp.RequestCtx) {
 func routeLabel(ctx *fasthttp.RequestCtx) string {
 	switch p := string(ctx.Path()); p {
 	case "/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens", "/v1/completions", "/v1/models", "/healthz", "/metrics",
-		"/admin/cache/flush", "/admin/regime", "/admin/health":
+		"/admin/cache/flush", "/admin/regime", "/admin/health", "/admin/events":
 		return p
 	}
 	return "other"
