@@ -25,6 +25,7 @@ import (
 	"github.com/bardoinference/bardo/host/pipeline"
 	"github.com/bardoinference/bardo/host/upstream"
 	"github.com/bardoinference/bardo/host/x402"
+	"github.com/bardoinference/bardo/sdk/jsonscan"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -495,6 +496,8 @@ func (g *Gateway) encodeBody(x *pipeline.Exchange, call *wire.UpstreamCall, rout
 			cp := *req
 			cp.Extra = nil
 			req = &cp
+			// Members the adapter sets itself (BodyMerge) are not dropped.
+			jsonscan.EachMember(call.BodyMerge, func(k, _ []byte) { honoured = append(honoured, string(k)) })
 			if dropped := droppedFields(x.Req.Extra, honoured...); dropped != "" {
 				x.Degraded = append(x.Degraded, "dropped-fields:"+dropped)
 			}

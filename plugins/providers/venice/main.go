@@ -11,18 +11,19 @@
 //     only for dream, death and daimon_complex);
 //   - prompt_cache_key from the caller's session;
 //   - no-log enforcement: a response whose privacy/retention headers do not
-//     confirm that nothing was retained is refused (fail closed);
+//     confirm that nothing was retained is refused (fail closed), streams
+//     included (by their headers, before their first byte is relayed);
 //   - TEE models (tee-* / *-tee): an attestation receipt on the response is
 //     verified (debug enclave, age, signature, nonce, model, response hash)
 //     before the answer goes anywhere;
 //   - E2EE models (e2ee-* / *-e2ee): tools and web search are refused before
 //     anything is sent.
 //
-// The request body is built here (BodyRaw) with the host's OpenAI encoder,
-// because the host's native encoding has no way to add venice_parameters; and
-// successful non-streamed responses come back to Decode (no ResponseDialect),
-// because that is the only place an adapter sees the response headers. See
-// README.md for the formats and for what the host would need to change.
+// The heavy work is the host's (ABI v1.3): it encodes the standard OpenAI
+// body natively and sets this adapter's members on it (BodyMerge), and it
+// hands every successful response to Decode for a verdict before decoding it
+// natively (VerifySuccess). So the adapter links only the SDK, never host
+// code. See README.md for the formats.
 package main
 
 import (
@@ -33,9 +34,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/bardoinference/bardo/host/dialect/openai"
 	"github.com/bardoinference/bardo/sdk/adapter"
 	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/routing"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -68,10 +69,9 @@ type config struct {
 	// PrivacyLevels are the accepted X-Venice-Privacy-Level values
 	// (default ["private"]).
 	PrivacyLevels []string `json:"privacy_levels"`
-	// UnverifiedStreams lets streamed requests to non-attested models
-	// through even though their headers cannot be checked (default false:
-	// such streams are refused).
-	UnverifiedStreams bool `json:"unverified_streams"`
+	// (unverified_streams, which let unchecked streams through before the
+	// host could show an adapter a stream's headers, is no longer read:
+	// every stream is checked now. The config decoder ignores the key.)
 
 	// AttestationKeys are the trusted receipt signing keys: base64 (or hex)
 	// Ed25519 public keys. With none, every TEE/E2EE response is refused.
@@ -96,6 +96,9 @@ type settings struct {
 
 var cfg settings
 
+// readParts are the request parts the host encodes for encode.
+const readParts = wire.PartMessages | wire.PartTools | wire.PartParams | wire.PartExtra
+
 // defaultKeepThinking are the subsystems whose visible reasoning is the
 // point (spec: "strip_thinking_response: false for dream, death, and
 // daimon_complex").
@@ -105,12 +108,40 @@ func init() {
 	plugin.RegisterProvider(plugin.Provider{
 		Name:    "venice",
 		Version: "1.0.0",
-		// The adapter writes the body itself, so it needs every part.
-		Reads:  wire.PartAll,
+		// What encode reads: Extra (the caller's venice_parameters and
+		// prompt_cache_key, web_search_options), Params (top_k), and
+		// Tools and Messages for the E2EE check. Not Model (the route
+		// names it) nor System, which the host encodes without us.
+		Reads:  readParts,
 		Init:   initConfig,
 		Encode: encode,
 		Decode: decode,
+		// The SDK exports bardo_provider_describe from every plugin and
+		// the host refuses to load a provider whose describe fails, so the
+		// adapter must answer. An empty description is what a provider
+		// without one had: pipeline.toml alone describes it (its traits,
+		// catalog and params style are the operator's statement).
+		Describe: describe,
 	})
+}
+
+// describe: Venice is the private backend. Every model keeps no logs (the
+// shared privacy feature, and the private trait that lets private-class
+// intents through); it is a specialist — it takes only intents that want
+// privacy, TEE or E2EE, or whose caller holds DIEM (then the call is free)
+// — and its reasoning effort goes up to "max". Its model list is fetched
+// from GET /models?type=text (text models only).
+func describe() (routing.ProviderDescription, error) {
+	return routing.ProviderDescription{
+		Traits:     routing.Traits{Private: true, Payment: routing.PaymentAPIKey},
+		Features:   routing.Features(routing.Privacy),
+		Params:     routing.StyleVenice,
+		CatalogURL: "/models?type=text",
+		Policy: routing.Policy{
+			Serves:     routing.Features(routing.Privacy, routing.TEE, routing.E2EE),
+			DiemFunded: true,
+		},
+	}, nil
 }
 
 func initConfig() error {
@@ -198,16 +229,7 @@ func encode(in *wire.EncodeInput, res *wire.EncodeResult) error {
 		res.Error = werr
 		return nil
 	}
-	extra, err := upstreamExtra(in, vp)
-	if err != nil {
-		res.Error = &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest,
-			Message: "the request cannot be expressed for provider " + in.Route.Provider + ": " + err.Error()}
-		return nil
-	}
-	req := in.Request
-	req.Model = model
-	req.Extra = extra
-	body, err := openai.EncodeRequestWith(&req, openai.EncodeOptions{StreamUsage: req.Stream})
+	merge, err := bodyMerge(in, vp)
 	if err != nil {
 		res.Error = &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest,
 			Message: "the request cannot be expressed for provider " + in.Route.Provider + ": " + err.Error()}
@@ -221,7 +243,7 @@ func encode(in *wire.EncodeInput, res *wire.EncodeResult) error {
 	for _, k := range cfg.headerKeys {
 		headers = append(headers, wire.KV{Key: k, Value: cfg.Headers[k]})
 	}
-	if req.Stream {
+	if in.Request.Stream {
 		headers = append(headers, wire.KV{Key: "Accept", Value: "text/event-stream"})
 	}
 	if t != tierPrivate {
@@ -234,83 +256,90 @@ func encode(in *wire.EncodeInput, res *wire.EncodeResult) error {
 			wire.KV{Key: headerAttestation, Value: "required"},
 			wire.KV{Key: headerAttestationNonce, Value: attestationNonce(in.Meta.RequestID)})
 	}
-	call := &wire.UpstreamCall{
-		Method:   "POST",
-		URL:      base + cfg.Path,
-		Headers:  headers,
-		BodyMode: wire.BodyRaw,
-		Body:     body,
-		Stream:   req.Stream,
+	res.Call = &wire.UpstreamCall{
+		Method:  "POST",
+		URL:     base + cfg.Path,
+		Headers: headers,
+		// The host encodes the standard body (or forwards the caller's own
+		// bytes when nothing changed) and sets our members on it.
+		BodyMode:        wire.BodyNative,
+		BodyDialect:     wire.DialectOpenAI,
+		BodyMerge:       merge,
+		Stream:          in.Request.Stream,
+		ResponseDialect: wire.DialectOpenAI,
+		// Every successful answer comes to decode for a verdict first,
+		// whenever there is something to check: the no-log headers (a
+		// stream's included, before its first byte is relayed) and an
+		// attested model's receipt. With the header check off, a private
+		// model's answer has nothing to verify, and skipping the call saves
+		// a trip into the plugin.
+		VerifySuccess: cfg.requireHeaders || t != tierPrivate,
 	}
-	if req.Stream {
-		// Only private models get here, with the header check off or
-		// waived for streams (streamCheck): nothing of the stream is
-		// checked, so the host may as well decode it natively.
-		call.ResponseDialect = wire.DialectOpenAI
-	}
-	res.Call = call
 	return nil
 }
 
-// streamCheck refuses streams whose privacy could not be verified. An
-// adapter's DecodeStream sees SSE events but not the response headers, so
-// neither the no-log headers nor an attestation receipt (which covers the
-// whole body, and must be checked before any of it is passed on) can be
-// verified on a stream.
+// streamCheck refuses streams of attested models: a receipt covers the whole
+// body, whose hash can only be checked once all of it has arrived, and the
+// spec's rule is that nothing of an attested answer reaches the caller before
+// its receipt verified (fail closed). Relaying a stream and checking it at
+// the end would hand the caller an unverified answer. Private models stream:
+// their no-log headers are verified before the first byte (decode).
 func streamCheck(in *wire.EncodeInput, model string, t tier) *wire.Error {
-	if !in.Request.Stream {
+	if !in.Request.Stream || t == tierPrivate {
 		return nil
 	}
-	if t != tierPrivate {
-		return &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest,
-			Message: "model " + model + " is attested: its receipt covers the whole response and is verified before any of it is passed on, so it cannot be streamed through provider " +
-				in.Route.Provider + "; send the request without stream"}
-	}
-	if cfg.requireHeaders && !cfg.UnverifiedStreams {
-		return &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest,
-			Message: "provider " + in.Route.Provider + " cannot stream: the no-log confirmation in Venice's response headers cannot be verified on a stream (fail closed); send the request without stream"}
-	}
-	return nil
+	return &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest,
+		Message: "model " + model + " is attested: its receipt covers the whole response and is verified before any of it is passed on, so it cannot be streamed through provider " +
+			in.Route.Provider + "; send the request without stream"}
 }
 
+// decode maps failures and, for a successful answer (the host calls it with
+// one because the call set VerifySuccess), gives the verdict: an Error refuses
+// the answer, neither a Response nor an Error accepts it and the host decodes
+// it natively. A stream arrives with its headers and no body.
 func decode(in *wire.DecodeInput, res *wire.DecodeResult) error {
 	if in.Status/100 != 2 {
 		res.Error = adapter.ErrorFromResponse(in.Route.Provider, in.Status, in.Headers, in.Body)
 		return nil
 	}
+	res.Error = verify(in)
+	return nil
+}
+
+// verify checks a successful answer's privacy: the no-log headers, then an
+// attested model's receipt. nil accepts it.
+func verify(in *wire.DecodeInput) *wire.Error {
 	if cfg.requireHeaders {
 		if why := privacyProblem(in.Headers); why != "" {
 			plugin.CounterAdd("venice_retention_refused", 1)
-			res.Error = refusal(in.Route.Provider, "the response does not confirm no retention ("+why+")")
-			return nil
+			return refusal(in.Route.Provider, "the response does not confirm no retention ("+why+")")
 		}
 	}
-	if tierOf(in.Route.Model) != tierPrivate {
-		r := receiptCheck{
-			header:    headerValues(in.Headers, headerAttestationReceipt),
-			body:      in.Body,
-			model:     in.Route.Model,
-			nonce:     attestationNonce(in.Meta.RequestID),
-			now:       plugin.Now(),
-			keys:      cfg.keys,
-			enclaves:  cfg.EnclaveMeasurements,
-			bodyHash:  plugin.SHA256,
-			maxAgeSec: receiptMaxAgeSec,
-		}
-		if err := r.verify(); err != nil {
-			plugin.CounterAdd("venice_attestation_refused", 1)
-			res.Error = refusal(in.Route.Provider, "the attestation receipt was refused: "+err.Error())
-			return nil
-		}
-		plugin.CounterAdd("venice_attestation_verified", 1)
-	}
-	r, err := openai.DecodeResponse(in.Body)
-	if err != nil {
-		res.Error = &wire.Error{Status: 502, Kind: wire.ErrUpstream,
-			Message: "upstream " + in.Route.Provider + " returned a response that is not valid OpenAI JSON: " + err.Error()}
+	if tierOf(in.Route.Model) == tierPrivate {
 		return nil
 	}
-	res.Response = r
+	if in.Meta.Stream || len(in.Body) == 0 {
+		// encode never sends an attested stream; should one get here
+		// anyway, there is no body to check the receipt against.
+		plugin.CounterAdd("venice_attestation_refused", 1)
+		return refusal(in.Route.Provider, "the attestation receipt cannot be verified without the whole response body (an attested model's answer cannot be streamed)")
+	}
+	r := receiptCheck{
+		header:    headerValues(in.Headers, headerAttestationReceipt),
+		body:      in.Body,
+		model:     in.Route.Model,
+		nonce:     attestationNonce(in.Meta.RequestID),
+		now:       plugin.Now(),
+		keys:      cfg.keys,
+		enclaves:  cfg.EnclaveMeasurements,
+		bodyHash:  plugin.SHA256,
+		maxAgeSec: receiptMaxAgeSec,
+	}
+	if err := r.verify(); err != nil {
+		plugin.CounterAdd("venice_attestation_refused", 1)
+		return refusal(in.Route.Provider, "the attestation receipt was refused: "+err.Error())
+	}
+	plugin.CounterAdd("venice_attestation_verified", 1)
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,18 +46,34 @@ func input(model string, req wire.Request, anns ...string) wire.EncodeInput {
 	return in
 }
 
-// encodeOK runs encode, expecting a call, and returns it with its body.
+// encodeOK runs encode, expecting a call, and returns it with the members
+// the host is to set on its native body (BodyMerge). The rest of the body is
+// the host's encoding, which e2e_test.go checks at the fake upstream.
 func encodeOK(t *testing.T, h *plugintest.Host, in wire.EncodeInput) (*wire.UpstreamCall, map[string]any) {
 	t.Helper()
 	res := h.Encode(in)
 	if res.Error != nil || res.Call == nil {
 		t.Fatalf("encode: error %+v, call %v", res.Error, res.Call)
 	}
-	var m map[string]any
-	if err := json.Unmarshal(res.Call.Body, &m); err != nil {
-		t.Fatalf("body is not JSON: %v\n%s", err, res.Call.Body)
+	c := res.Call
+	if c.BodyMode != wire.BodyNative || c.BodyDialect != wire.DialectOpenAI || len(c.Body) != 0 {
+		t.Fatalf("body mode %d dialect %v raw body %q: the host must encode the body", c.BodyMode, c.BodyDialect, c.Body)
 	}
-	return res.Call, m
+	var m map[string]any
+	if err := json.Unmarshal(c.BodyMerge, &m); err != nil || m == nil {
+		t.Fatalf("body_merge is not a JSON object: %v\n%s", err, c.BodyMerge)
+	}
+	return c, m
+}
+
+// keys returns the sorted member names of m.
+func keys(m map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // encodeErr runs encode, expecting a refusal.
@@ -90,7 +107,10 @@ func header(hs []wire.KV, k string) string {
 func TestDescribe(t *testing.T) {
 	h := plugintest.New(t, `{}`)
 	d := h.Describe()
-	if d.Name != "venice" || d.Kind != "provider" || d.ABI != plugin.ABIVersion || d.Reads != wire.PartAll {
+	// Reads what encode needs and no more: the host encodes the body, so
+	// the system prompt (often the bulk of a request) is never copied in.
+	want := wire.PartMessages | wire.PartTools | wire.PartParams | wire.PartExtra
+	if d.Name != "venice" || d.Kind != "provider" || d.ABI != plugin.ABIVersion || d.Reads != want {
 		t.Fatalf("descriptor %+v", d)
 	}
 }
@@ -101,24 +121,22 @@ func TestEncodeCall(t *testing.T) {
 	req.System = []wire.Block{text("Be brief.")}
 	req.Params = wire.Params{Set: wire.HasMaxTokens | wire.HasTemperature | wire.HasTopK, MaxTokens: 50, Temperature: 0.3, TopK: 40}
 	call, body := encodeOK(t, h, input("llama-3.3-70b", req))
-	if call.Method != "POST" || call.URL != base+"/chat/completions" || call.BodyMode != wire.BodyRaw || call.Stream {
-		t.Fatalf("call %s %s mode %d stream %v", call.Method, call.URL, call.BodyMode, call.Stream)
+	if call.Method != "POST" || call.URL != base+"/chat/completions" || call.Stream {
+		t.Fatalf("call %s %s stream %v", call.Method, call.URL, call.Stream)
 	}
-	// Decode must see successful bodies too: that is where the privacy
-	// headers are checked.
-	if call.ResponseDialect != wire.DialectNone {
-		t.Fatalf("response dialect %v: the host would decode without the adapter seeing the headers", call.ResponseDialect)
+	// The host decodes natively, but only after decode has seen the
+	// successful answer: that is where the privacy headers are checked.
+	if call.ResponseDialect != wire.DialectOpenAI || !call.VerifySuccess {
+		t.Fatalf("response dialect %v, verify %v: the host would decode without the adapter seeing the headers", call.ResponseDialect, call.VerifySuccess)
 	}
 	if header(call.Headers, "Authorization") != "Bearer ${credential}" || header(call.Headers, "X-Title") != "Bardo" ||
 		header(call.Headers, headerAttestation) != "" {
 		t.Fatalf("headers %v", call.Headers)
 	}
-	if body["model"] != "llama-3.3-70b" || body["top_k"] != float64(40) || body["temperature"] != 0.3 {
-		t.Fatalf("body %v", body)
-	}
-	msgs, _ := body["messages"].([]any)
-	if len(msgs) != 2 {
-		t.Fatalf("messages %v", body["messages"])
+	// Only Venice's members: model, messages, temperature are the host's
+	// encoding. top_k is in Params, which OpenAI's format cannot carry.
+	if got := keys(body); !reflect.DeepEqual(got, []string{"top_k", "venice_parameters"}) || body["top_k"] != float64(40) {
+		t.Fatalf("body_merge %v", body)
 	}
 	vp := veniceParamsOf(t, body)
 	want := map[string]any{"include_venice_system_prompt": false, "enable_web_search": "off"}
@@ -206,8 +224,10 @@ func TestCallerVeniceParameters(t *testing.T) {
 	if !reflect.DeepEqual(vp, want) {
 		t.Fatalf("the caller's own venice_parameters must win:\n got %v\nwant %v", vp, want)
 	}
-	if rf, _ := body["response_format"].(map[string]any); rf["type"] != "json_object" || body["user"] != "u1" {
-		t.Fatalf("OpenAI caller fields lost: %v", body)
+	// The caller's other fields are forwarded by the host (e2e_test.go
+	// sees them upstream); the merge must not touch them.
+	if _, ok := body["response_format"]; ok || body["user"] != nil {
+		t.Fatalf("the merge rewrites the caller's own fields: %v", body)
 	}
 
 	// From an Anthropic caller only venice_parameters survives: the other
@@ -216,8 +236,8 @@ func TestCallerVeniceParameters(t *testing.T) {
 	in.Meta.Dialect = wire.DialectAnthropic
 	in.Request.Extra = []byte(`{"venice_parameters":{"enable_web_search":"on"},"metadata":{"user_id":"u"}}`)
 	_, body = encodeOK(t, h, in)
-	if _, ok := body["metadata"]; ok {
-		t.Fatalf("Anthropic metadata forwarded: %v", body)
+	if got := keys(body); !reflect.DeepEqual(got, []string{"venice_parameters"}) {
+		t.Fatalf("Anthropic caller: body_merge %v", body)
 	}
 	if veniceParamsOf(t, body)["enable_web_search"] != "on" {
 		t.Fatalf("Anthropic caller's venice_parameters lost: %v", body)
@@ -248,10 +268,43 @@ func TestPromptCacheKey(t *testing.T) {
 	if body["prompt_cache_key"] != "golem-7:epoch-3" {
 		t.Fatalf("prompt_cache_key %v", body["prompt_cache_key"])
 	}
+	// The caller's own key wins: the host forwards it, so the merge must
+	// not replace it.
 	in.Request.Extra = []byte(`{"prompt_cache_key":"mine"}`)
 	_, body = encodeOK(t, h, in)
-	if body["prompt_cache_key"] != "mine" {
+	if _, ok := body["prompt_cache_key"]; ok {
 		t.Fatalf("the caller's own prompt_cache_key must win: %v", body["prompt_cache_key"])
+	}
+	// An Anthropic caller's unknown fields are dropped by the host when it
+	// translates, so the session's key goes in.
+	in.Meta.Dialect = wire.DialectAnthropic
+	_, body = encodeOK(t, h, in)
+	if body["prompt_cache_key"] != "golem-7:epoch-3" {
+		t.Fatalf("Anthropic caller: prompt_cache_key %v", body["prompt_cache_key"])
+	}
+}
+
+func TestTopK(t *testing.T) {
+	h := plugintest.New(t, `{}`)
+	req := hello()
+	req.Params = wire.Params{Set: wire.HasTopK, TopK: 20}
+	in := input("llama-3.3-70b", req)
+	in.Meta.Dialect = wire.DialectAnthropic
+	if _, body := encodeOK(t, h, in); body["top_k"] != float64(20) {
+		t.Fatalf("Anthropic top_k: %v", body)
+	}
+	// An OpenAI caller's top_k is an unknown field the host forwards.
+	in = input("llama-3.3-70b", hello())
+	in.Request.Extra = []byte(`{"top_k":7}`)
+	if _, body := encodeOK(t, h, in); body["top_k"] != nil {
+		t.Fatalf("OpenAI caller's top_k overwritten: %v", body)
+	}
+	// A negative one is clamped by the host's translation: not sent.
+	req.Params.TopK = -1
+	in = input("llama-3.3-70b", req)
+	in.Meta.Dialect = wire.DialectAnthropic
+	if _, body := encodeOK(t, h, in); body["top_k"] != nil {
+		t.Fatalf("negative top_k sent: %v", body)
 	}
 }
 
@@ -314,10 +367,11 @@ func TestE2EERefusals(t *testing.T) {
 		t.Errorf("venice_e2ee_refused = %v, want 8", h.Metrics["venice_e2ee_refused"])
 	}
 
-	// The same requests pass to a model that is not E2EE.
+	// The same requests pass to a model that is not E2EE (the host encodes
+	// the tools: e2e_test.go sees them upstream).
 	call, body := encodeOK(t, h, input("tee-qwen3-30b", withTools))
-	if call == nil || body["tools"] == nil {
-		t.Fatalf("tools dropped for a TEE model: %v", body)
+	if call == nil || body["tools"] != nil {
+		t.Fatalf("TEE model with tools: %v", body)
 	}
 
 	// A clean E2EE request goes out attested (with the opt-in)...
@@ -362,19 +416,41 @@ func TestStreams(t *testing.T) {
 	stream := hello()
 	stream.Stream = true
 
+	// A private model streams, verified: the host shows decode the
+	// stream's headers before relaying its first byte.
 	h := plugintest.New(t, `{}`)
-	if e := encodeErr(t, h, input("llama-3.3-70b", stream)); e.Status != 400 || !strings.Contains(e.Message, "stream") {
-		t.Fatalf("stream with header checks on: %+v", e)
+	in := input("llama-3.3-70b", stream)
+	in.Request.Extra = []byte(`{"stream_options":{"include_usage":false,"continuous_usage_stats":true}}`)
+	call, body := encodeOK(t, h, in)
+	if !call.Stream || call.ResponseDialect != wire.DialectOpenAI || !call.VerifySuccess || header(call.Headers, "Accept") != "text/event-stream" {
+		t.Fatalf("stream call %+v", call)
 	}
-	for _, config := range []string{`{"unverified_streams":true}`, `{"require_privacy_headers":false}`} {
+	// Usage is always asked for (the gateway accounts it); the caller's
+	// other stream_options survive the merge, which replaces the object.
+	if so, _ := body["stream_options"].(map[string]any); so["include_usage"] != true || so["continuous_usage_stats"] != true || len(so) != 2 {
+		t.Fatalf("stream_options %v", body["stream_options"])
+	}
+	if _, body := encodeOK(t, h, input("llama-3.3-70b", stream)); !reflect.DeepEqual(body["stream_options"], map[string]any{"include_usage": true}) {
+		t.Fatalf("stream_options without the caller's: %v", body["stream_options"])
+	}
+	if _, body := encodeOK(t, h, input("llama-3.3-70b", hello())); body["stream_options"] != nil {
+		t.Fatalf("stream_options on a non-stream: %v", body)
+	}
+
+	// With the header check off, a private model's answer has nothing to
+	// verify; an attested one still does.
+	h = plugintest.New(t, `{"require_privacy_headers":false}`)
+	if call, _ := encodeOK(t, h, input("llama-3.3-70b", stream)); call.VerifySuccess {
+		t.Fatalf("verify without anything to check: %+v", call)
+	}
+	if call, _ := encodeOK(t, h, input("tee-deepseek-r1", hello())); !call.VerifySuccess {
+		t.Fatalf("TEE answer not verified with the header check off: %+v", call)
+	}
+
+	// An attested model never streams: its receipt covers the whole body.
+	// unverified_streams (read before ABI v1.3) changes nothing.
+	for _, config := range []string{`{}`, `{"unverified_streams":true}`, `{"require_privacy_headers":false}`} {
 		h = plugintest.New(t, config)
-		call, body := encodeOK(t, h, input("llama-3.3-70b", stream))
-		so, _ := body["stream_options"].(map[string]any)
-		if !call.Stream || call.ResponseDialect != wire.DialectOpenAI || header(call.Headers, "Accept") != "text/event-stream" ||
-			body["stream"] != true || so["include_usage"] != true {
-			t.Fatalf("%s: stream call %+v body %v", config, call, body)
-		}
-		// An attested model never streams: its receipt covers the whole body.
 		if e := encodeErr(t, h, input("tee-deepseek-r1", stream)); e.Status != 400 || !strings.Contains(e.Message, "attested") {
 			t.Fatalf("%s: TEE stream: %+v", config, e)
 		}
@@ -396,10 +472,20 @@ func decodeIn(model string, status int64, hs []wire.KV, body string) wire.Decode
 
 func TestDecodeNoLog(t *testing.T) {
 	h := plugintest.New(t, `{}`)
+	// Accepted: neither a response nor an error (the host decodes it).
 	res := h.Decode(decodeIn("llama-3.3-70b", 200, privateHeaders(), okBody))
-	if res.Error != nil || res.Response == nil || len(res.Response.Content) != 1 || res.Response.Content[0].Text != "hi there" ||
-		res.Response.Usage.InputTokens != 5 || res.Response.StopReason != wire.StopEndTurn {
+	if res.Error != nil || res.Response != nil {
 		t.Fatalf("decode: %+v %+v", res.Error, res.Response)
+	}
+	// A stream is verified by its headers alone.
+	st := decodeIn("llama-3.3-70b", 200, privateHeaders(), "")
+	st.Meta.Stream = true
+	if res := h.Decode(st); res.Error != nil || res.Response != nil {
+		t.Fatalf("stream with the headers: %+v", res.Error)
+	}
+	st.Headers = privateHeaders()[:1]
+	if res := h.Decode(st); res.Error == nil || res.Error.Status != 502 || !strings.Contains(res.Error.Message, "no retention") {
+		t.Fatalf("stream without the retention header: %+v", res.Error)
 	}
 
 	for _, c := range []struct {
@@ -420,7 +506,7 @@ func TestDecodeNoLog(t *testing.T) {
 			t.Errorf("%s: %+v", c.name, res.Error)
 		}
 	}
-	if h.Metrics["venice_retention_refused"] != 6 {
+	if h.Metrics["venice_retention_refused"] != 7 {
 		t.Errorf("venice_retention_refused = %v", h.Metrics["venice_retention_refused"])
 	}
 
@@ -429,7 +515,7 @@ func TestDecodeNoLog(t *testing.T) {
 		t.Fatalf("configured level refused: %+v", res.Error)
 	}
 	h = plugintest.New(t, `{"require_privacy_headers":false}`)
-	if res := h.Decode(decodeIn("x", 200, nil, okBody)); res.Error != nil || res.Response == nil {
+	if res := h.Decode(decodeIn("x", 200, nil, okBody)); res.Error != nil || res.Response != nil {
 		t.Fatalf("checks off: %+v", res.Error)
 	}
 }
@@ -441,9 +527,11 @@ func TestDecodeErrors(t *testing.T) {
 		!strings.Contains(res.Error.Message, "Rate limit exceeded") {
 		t.Fatalf("429: %+v", res.Error)
 	}
+	// The verdict is about privacy, not format: an invalid body is the
+	// host's native decoder's to refuse (e2e_test.go, TestMalformedAnswer).
 	res = h.Decode(decodeIn("x", 200, privateHeaders(), `{"choices":`))
-	if res.Error == nil || res.Error.Status != 502 {
-		t.Fatalf("invalid body: %+v", res.Error)
+	if res.Error != nil || res.Response != nil {
+		t.Fatalf("invalid body with the headers: %+v", res.Error)
 	}
 }
 
@@ -563,7 +651,7 @@ func TestDecodeTEE(t *testing.T) {
 		return append(privateHeaders(), wire.KV{Key: "x-venice-attestation-receipt", Value: r})
 	}
 	res := h.Decode(decodeIn(teeModel, 200, withReceipt(goodReceipt().header()), okBody))
-	if res.Error != nil || res.Response == nil || res.Response.Content[0].Text != "hi there" {
+	if res.Error != nil || res.Response != nil {
 		t.Fatalf("valid receipt: %+v", res.Error)
 	}
 	if h.Metrics["venice_attestation_verified"] != 1 {
@@ -588,7 +676,16 @@ func TestDecodeTEE(t *testing.T) {
 	if res.Error == nil || !strings.Contains(res.Error.Message, "too old") {
 		t.Fatalf("receipt replayed later: %+v", res.Error)
 	}
-	if h.Metrics["venice_attestation_refused"] != 2 {
+	// A stream of an attested model (encode refuses to send one) has no
+	// body to check the receipt against: refused, even with a receipt.
+	h.Clock = func() time.Time { return now }
+	st := decodeIn(teeModel, 200, withReceipt(goodReceipt().header()), "")
+	st.Meta.Stream = true
+	res = h.Decode(st)
+	if res.Error == nil || res.Error.Status != 502 || !strings.Contains(res.Error.Message, "cannot be streamed") {
+		t.Fatalf("attested stream: %+v", res.Error)
+	}
+	if h.Metrics["venice_attestation_refused"] != 3 {
 		t.Fatalf("metrics %v", h.Metrics)
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"strconv"
 	"strings"
 
@@ -49,28 +48,6 @@ func annotation(anns []wire.KV, key string) string {
 		}
 	}
 	return ""
-}
-
-// callerExtra returns the caller's unknown top-level fields as members.
-// They are OpenAI fields only when the caller spoke OpenAI; from another
-// dialect only venice_parameters (which means the same thing whatever the
-// dialect) is kept, as the host drops the rest when it translates.
-func callerExtra(in *wire.EncodeInput) (map[string]json.RawMessage, error) {
-	m := map[string]json.RawMessage{}
-	if len(in.Request.Extra) == 0 {
-		return m, nil
-	}
-	if err := json.Unmarshal(in.Request.Extra, &m); err != nil {
-		return nil, errors.New("the request's extra fields are not a JSON object")
-	}
-	if in.Meta.Dialect != wire.DialectOpenAI {
-		vp, ok := m["venice_parameters"]
-		m = map[string]json.RawMessage{}
-		if ok {
-			m["venice_parameters"] = vp
-		}
-	}
-	return m, nil
 }
 
 // veniceParams builds the venice_parameters object: the caller's own
@@ -124,30 +101,67 @@ func veniceParams(in *wire.EncodeInput) (map[string]json.RawMessage, *wire.Error
 	return vp, nil
 }
 
-// upstreamExtra is the Extra object handed to the OpenAI encoder: the
-// caller's fields it keeps, venice_parameters, prompt_cache_key from the
-// session, and top_k (Venice takes it; OpenAI's format has no field for it).
-func upstreamExtra(in *wire.EncodeInput, vp map[string]json.RawMessage) ([]byte, error) {
-	m, err := callerExtra(in)
+// bodyMerge is the object whose members the host sets on the OpenAI body it
+// encodes (UpstreamCall.BodyMerge, replacing members of the same name):
+//
+//   - venice_parameters, always: the caller's own members with the
+//     adapter's choices for the rest (veniceParams), so it must replace
+//     whatever the caller sent;
+//   - prompt_cache_key from the session (the spec's golem id and session
+//     epoch: stable across a session, new with each epoch), unless the
+//     caller set its own;
+//   - top_k when the request has one in Params (an Anthropic caller's):
+//     Venice takes it, but OpenAI's format has no field for it, so the
+//     host's encoding leaves it out;
+//   - for a stream, stream_options with include_usage forced on, so the
+//     answer's usage can be accounted; the caller's other stream_options
+//     members are kept, as the merge replaces the whole object.
+//
+// The caller's fields count only when it spoke OpenAI: the host forwards
+// those (an Anthropic caller's unknown fields are Anthropic's and the host
+// drops them when it translates), so an OpenAI caller's prompt_cache_key or
+// top_k is already in the body and must not be overwritten.
+func bodyMerge(in *wire.EncodeInput, vp map[string]json.RawMessage) ([]byte, error) {
+	vpJSON, err := json.Marshal(vp)
 	if err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(vp)
-	if err != nil {
-		return nil, err
+	var callerExtra []byte
+	if in.Meta.Dialect == wire.DialectOpenAI {
+		callerExtra = in.Request.Extra
 	}
-	m["venice_parameters"] = b
-	if _, ok := m["prompt_cache_key"]; !ok && in.Meta.Session != "" {
-		// The spec's cache key is the golem's session (golemId and
-		// session epoch): stable across a session, new with each epoch.
-		m["prompt_cache_key"], _ = json.Marshal(in.Meta.Session)
-	}
-	if p := in.Request.Params; p.Set&wire.HasTopK != 0 {
-		if _, ok := m["top_k"]; !ok {
-			m["top_k"] = json.RawMessage(strconv.FormatInt(p.TopK, 10))
+	b := make([]byte, 0, 64+len(vpJSON))
+	b = append(b, `{"venice_parameters":`...)
+	b = append(b, vpJSON...)
+	if in.Meta.Session != "" && member(callerExtra, "prompt_cache_key") == nil {
+		key, err := json.Marshal(in.Meta.Session)
+		if err != nil {
+			return nil, err
 		}
+		b = append(b, `,"prompt_cache_key":`...)
+		b = append(b, key...)
 	}
-	return json.Marshal(m)
+	// A negative top_k is one the host notes as clamped (top_k-clamped):
+	// sending it would contradict that note, and Venice would refuse it.
+	if p := in.Request.Params; p.Set&wire.HasTopK != 0 && p.TopK >= 0 && member(callerExtra, "top_k") == nil {
+		b = append(b, `,"top_k":`...)
+		b = strconv.AppendInt(b, p.TopK, 10)
+	}
+	if in.Request.Stream {
+		b = append(b, `,"stream_options":{"include_usage":true`...)
+		if so := member(callerExtra, "stream_options"); len(so) > 0 && so[0] == '{' {
+			jsonscan.EachMember(so, func(k, v []byte) {
+				if string(k) != "include_usage" {
+					b = append(b, ',', '"')
+					b = append(b, k...)
+					b = append(b, '"', ':')
+					b = append(b, v...)
+				}
+			})
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}'), nil
 }
 
 // member returns the raw value of a top-level member of obj, or nil.
