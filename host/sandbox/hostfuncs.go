@@ -63,7 +63,18 @@ var hostFunctions = map[string]hostFunc{
 	"vector_search": service(svcVectorSearch),
 	"vector_delete": service(svcVectorDelete),
 	"complete":      service(svcComplete),
+
+	// Added in ABI v1.3 (additive).
+	"abi_minor": {hostABIMinor, nil, []api.ValueType{i32}},
 }
+
+// ABIMinor is the ABI minor version this host implements (docs/abi.md).
+const ABIMinor = 3
+
+// hostABIMinor answers abi_minor. A plugin that depends on a minor
+// version's host behaviour (an adapter relying on VerifySuccess to refuse
+// answers) imports it: an older host lacks the import and refuses to load
+// the plugin, instead of silently ignoring what it does not know.
 
 func (p *Plugin) instantiateHostModule(ctx context.Context) error {
 	b := p.runtime.NewHostModuleBuilder(hostModule)
@@ -135,6 +146,10 @@ func hostLog(ctx context.Context, m api.Module, stack []uint64) {
 		lvl = slog.LevelError
 	}
 	cs.p.log.Log(ctx, lvl, string(msg), "request_id", cs.info.RequestID)
+}
+
+func hostABIMinor(_ context.Context, _ api.Module, stack []uint64) {
+	stack[0] = uint64(ABIMinor)
 }
 
 func hostClockNow(_ context.Context, _ api.Module, stack []uint64) {

@@ -64,6 +64,9 @@ func hostLog(level uint32, msg string) {
 	}
 }
 
+// hostABIMinor natively is the minor version this SDK implements.
+func hostABIMinor() int { return ABIMinor }
+
 func hostClock() int64 {
 	if h := currentHost(); h != nil {
 		return h.Now().UnixNano()

@@ -91,6 +91,9 @@ func importLog(level uint32, ptr unsafe.Pointer, n uint32)
 //go:wasmimport bardo_v1 clock_now
 func importClockNow() int64
 
+//go:wasmimport bardo_v1 abi_minor
+func importABIMinor() int32
+
 //go:wasmimport bardo_v1 kv_get
 func importKVGet(key unsafe.Pointer, keyLen uint32, buf unsafe.Pointer, bufCap uint32) int64
 
@@ -131,6 +134,8 @@ func bytesPtr(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(
 func hostLog(level uint32, msg string) { importLog(level, strPtr(msg), uint32(len(msg))) }
 
 func hostClock() int64 { return importClockNow() }
+
+func hostABIMinor() int { return int(importABIMinor()) }
 
 // readInto calls f with a buffer until the value fits: host functions that
 // return data write at most bufCap bytes and return the full length (or -1

@@ -28,6 +28,9 @@ import (
 // ABIVersion is the ABI major version this SDK implements.
 const ABIVersion = 1
 
+// ABIMinor is the ABI minor version this SDK implements (docs/abi.md).
+const ABIMinor = 3
+
 // Layer is a pipeline layer. Only the hooks for the declared Phases are called.
 type Layer struct {
 	Name    string
@@ -384,6 +387,13 @@ func Log(level int, msg string) { hostLog(uint32(level), msg) }
 
 // Logf formats and logs.
 func Logf(level int, format string, args ...any) { Log(level, fmt.Sprintf(format, args...)) }
+
+// HostABIMinor returns the host's ABI minor version. Calling it makes the
+// plugin import the v1.3 host function abi_minor, so a host older than
+// v1.3 refuses to load the plugin with a message naming it — for a plugin
+// whose guarantees rest on v1.3 host behaviour (Venice's VerifySuccess:
+// an older host would relay answers it never showed the adapter).
+func HostABIMinor() int { return hostABIMinor() }
 
 // Now returns the host's wall clock.
 func Now() time.Time { return time.Unix(0, hostClock()) }

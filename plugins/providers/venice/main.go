@@ -145,6 +145,13 @@ func describe() (routing.ProviderDescription, error) {
 }
 
 func initConfig() error {
+	// The privacy checks run in the host's VerifySuccess call (ABI v1.3); a
+	// host without it would relay answers unchecked. Asking for the minor
+	// version imports abi_minor, which such a host lacks: it refuses to
+	// load this plugin instead.
+	if m := plugin.HostABIMinor(); m < 3 {
+		return fmt.Errorf("venice needs a host with ABI v1.3 (response verification), this one has v1.%d", m)
+	}
 	var c config
 	c.Path = "/chat/completions"
 	if err := plugin.DecodeConfig(&c); err != nil {
