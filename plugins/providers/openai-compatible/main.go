@@ -1,32 +1,26 @@
 // Command openai-compatible is the provider adapter for upstreams that speak
-// OpenAI Chat Completions: OpenAI itself, OpenRouter, Venice, BlockRun, Bankr
-// and local servers (llama.cpp, vLLM, Ollama).
+// OpenAI Chat Completions and need nothing more: OpenAI itself and local
+// servers (llama.cpp, vLLM, Ollama). OpenRouter, BlockRun and Bankr have
+// their own adapters (plugins/providers/{openrouter,blockrun,bankr}), built
+// on the same package, that also describe what those backends are.
 //
 // It describes the call and lets the host do the heavy lifting natively: the
 // host encodes the canonical request as OpenAI JSON (or forwards the caller's
 // own bytes untouched when the caller spoke OpenAI and nothing changed) and
-// decodes successful responses and streams. The adapter maps failures.
+// decodes successful responses and streams. The adapter maps failures. All
+// of that is sdk/adapter/openaicompat.
 package main
 
 import (
 	"fmt"
-	"strings"
 
-	"github.com/bardoinference/bardo/sdk/adapter"
+	"github.com/bardoinference/bardo/sdk/adapter/openaicompat"
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/routing"
-	"github.com/bardoinference/bardo/sdk/wire"
 )
 
 type config struct {
-	// Path is appended to the provider's base_url.
-	Path string `json:"path"`
-	// AuthHeader and AuthScheme say how the credential is sent.
-	AuthHeader string `json:"auth_header"`
-	AuthScheme string `json:"auth_scheme"`
-	// Headers are added to every upstream request (e.g. OpenRouter's
-	// HTTP-Referer and X-Title).
-	Headers map[string]string `json:"headers"`
+	openaicompat.Config
 	// Params is how the upstream takes inference parameters
 	// (sdk/routing.ParamStyle: "openai", "generic", ...; default
 	// "by_family": each model by its vendor, as pass-through servers do).
@@ -38,20 +32,33 @@ type config struct {
 	CatalogURL string `json:"catalog_url"`
 }
 
-var cfg config
+var (
+	cfg config
+	ep  openaicompat.Endpoint
+)
 
 func init() {
 	plugin.RegisterProvider(plugin.Provider{
-		Name:    "openai-compatible",
-		Version: "1.0.0",
-		Init: func() error {
-			cfg = config{Path: "/chat/completions", AuthHeader: "Authorization", AuthScheme: "Bearer"}
-			return plugin.DecodeConfig(&cfg)
-		},
-		Encode:   encode,
-		Decode:   decode,
+		Name:     "openai-compatible",
+		Version:  "1.1.0",
+		Init:     initConfig,
+		Encode:   ep.Encode,
+		Decode:   openaicompat.Decode,
 		Describe: describe,
 	})
+}
+
+// initConfig reads the config leniently: keys this adapter does not know are
+// ignored, as they always were for it (host/config/README.md's example
+// passes one). The dedicated adapters refuse unknown keys.
+func initConfig() error {
+	c := config{Config: openaicompat.Defaults()}
+	e, err := openaicompat.Load("openai-compatible", &c, false)
+	if err != nil {
+		return err
+	}
+	cfg, ep = c, e
+	return nil
 }
 
 // describe: an OpenAI-compatible server whose models are listed at its
@@ -66,43 +73,6 @@ func describe() (routing.ProviderDescription, error) {
 		}
 	}
 	return d, nil
-}
-
-func encode(in *wire.EncodeInput, res *wire.EncodeResult) error {
-	base := strings.TrimRight(in.Route.BaseURL, "/")
-	if base == "" {
-		res.Error = &wire.Error{Status: 500, Kind: wire.ErrInternal, Message: "provider " + in.Route.Provider + " has no base_url configured"}
-		return nil
-	}
-	auth := "${credential}"
-	if cfg.AuthScheme != "" {
-		auth = cfg.AuthScheme + " " + auth
-	}
-	headers := []wire.KV{
-		{Key: "Content-Type", Value: "application/json"},
-		{Key: cfg.AuthHeader, Value: auth},
-	}
-	for k, v := range cfg.Headers {
-		headers = append(headers, wire.KV{Key: k, Value: v})
-	}
-	if in.Request.Stream {
-		headers = append(headers, wire.KV{Key: "Accept", Value: "text/event-stream"})
-	}
-	res.Call = &wire.UpstreamCall{
-		Method:          "POST",
-		URL:             base + cfg.Path,
-		Headers:         headers,
-		BodyMode:        wire.BodyNative,
-		BodyDialect:     wire.DialectOpenAI,
-		Stream:          in.Request.Stream,
-		ResponseDialect: wire.DialectOpenAI,
-	}
-	return nil
-}
-
-func decode(in *wire.DecodeInput, res *wire.DecodeResult) error {
-	res.Error = adapter.ErrorFromResponse(in.Route.Provider, in.Status, in.Headers, in.Body)
-	return nil
 }
 
 func main() {}
