@@ -29,7 +29,7 @@ func (g *Gateway) send(ctx context.Context, x *pipeline.Exchange, pr *pipeline.P
 	if err != nil {
 		return nil, upstreamFailure(pr.Spec.Name, err)
 	}
-	if resp.Status != 402 || pr.Spec.Traits.Payment != routing.PaymentX402 {
+	if resp.Status != 402 || pr.Payment() != routing.PaymentX402 {
 		return resp, nil
 	}
 	resp.Close()

@@ -122,7 +122,11 @@ func (p *Prober) Set(backend string, fn ProbeFunc) {
 		return
 	}
 	p.t.Backend(backend)
-	p.targets[backend] = &target{fn: fn}
+	// A backend just configured is not idle: its first probe, if no
+	// request comes, is IdleAfter from now. (Probing at once made every
+	// start and reload ping every provider, and raced a test's first
+	// request to the upstream.)
+	p.targets[backend] = &target{fn: fn, next: p.t.now() + int64(p.cfg.IdleAfter)}
 }
 
 // Start runs the scheduler in the background; calling it again does

@@ -137,7 +137,12 @@ func TestProberFailingIdleProbeRepeatsAtInterval(t *testing.T) {
 	var status, calls atomic.Int32
 	status.Store(500)
 	p.Set("a", statusProbe(&status, &calls))
-	p.Tick() // never active: idle
+	p.Tick() // just configured: not idle yet
+	if calls.Load() != 0 {
+		t.Fatal("a backend was probed the moment it was configured")
+	}
+	clk.Advance(DefaultProbeIdle)
+	p.Tick() // no attempt since it was configured: idle
 	settled(t, p, "a", 1)
 	// The failed probe is activity, but a failing healthy backend is
 	// re-probed at Interval rather than after another IdleAfter.

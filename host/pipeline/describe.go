@@ -58,6 +58,15 @@ func (pr *Provider) describe(log *slog.Logger) error {
 	return nil
 }
 
+// Payment is how the provider is paid: the entry's payment trait, else the
+// plugin's own description's (a BlockRun plugin says x402 itself).
+func (pr *Provider) Payment() routing.PaymentMode {
+	if pr.Spec.TraitsSet&config.TraitPayment != 0 || pr.Described == nil {
+		return pr.Spec.Traits.Payment
+	}
+	return pr.Described.Traits.Payment
+}
+
 // description is what the resolver knows about the provider: the plugin's
 // description (if any) with the entry laid over it, models from the
 // refreshed catalog when there is one, and the plugin's resolve() hooked in.

@@ -67,6 +67,9 @@ func (p *Pipeline) EnabledProviders() []string {
 // ExpandCredential replaces the ${credential} placeholder in upstream header
 // values with the provider's secret. The secret never enters plugin memory.
 func (pr *Provider) ExpandCredential(headers []wire.KV) {
+	if pr.secret == "" {
+		return // no credential: the placeholder stays, and the header is dropped before sending
+	}
 	for i := range headers {
 		if strings.Contains(headers[i].Value, "${credential}") {
 			headers[i].Value = strings.ReplaceAll(headers[i].Value, "${credential}", pr.secret)
