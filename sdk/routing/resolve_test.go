@@ -287,7 +287,10 @@ func TestResolveExplicitModel(t *testing.T) {
 		{"specialist wanted", Intent{Model: "deepseek-r1", Prefer: Features(Privacy)}, fullStack(), "venice/deepseek-r1", ""},
 		// A provider prefix pins the provider and passes its policy.
 		{"pinned", Intent{Model: "direct/openai/gpt-5.4"}, fullStack(), "direct/openai/gpt-5.4", ""},
-		{"pinned bankr", Intent{Model: "bankr/claude-sonnet-4-6"}, fullStack(), "bankr/claude-sonnet-4-6", ""},
+		{"pinned bankr", Intent{Model: "bankr/claude-sonnet-4-6", Wallet: flush}, fullStack(), "bankr/claude-sonnet-4-6", ""},
+		// A self-funding provider cannot be paid without the agent's wallet,
+		// not even for a model asked for by name.
+		{"pinned bankr, no wallet", Intent{Model: "bankr/claude-sonnet-4-6"}, fullStack(), "model-not-found", ""},
 		// Not in the catalog but matching a pattern: served, features unknown.
 		{"pattern", Intent{Model: "mistralai/mistral-large", Prefer: Features(ToolUse)}, fullStack(), "openrouter/mistralai/mistral-large", "tool_use"},
 		{"unknown", Intent{Model: "gpt-4o"}, blockrunOnly(), "model-not-found", ""},
@@ -421,6 +424,26 @@ func TestSelfFundingBudget(t *testing.T) {
 		if got := BudgetMultiplier(c.ratio); got != c.mult {
 			t.Errorf("BudgetMultiplier(%v) = %v, want %v", c.ratio, got, c.mult)
 		}
+	}
+	// A budget too small for the best model finds a cheaper one the wallet
+	// affords, rather than none (spec: below ratio 0.5, "find cheaper model
+	// alternatives"): $0.40 × 0.1 × 0.3 = $0.012 a call; the 2000/500-token
+	// call costs $0.0135 on m (3/15 $/Mtok) and $0.0014 on cheap (0.2/2).
+	// m has what operator prefers (interleaved thinking, citations), so it
+	// outscores cheap whenever the wallet affords it.
+	tiers := bankr
+	tiers.Models = []ModelInfo{
+		{ID: "m", Quality: Maximum, Features: Features(InterleavedThinking, Citations), InputPrice: 3, OutputPrice: 15},
+		{ID: "cheap", Quality: Maximum, InputPrice: 0.2, OutputPrice: 2},
+	}
+	in, _ := SubsystemIntent("operator")
+	in.Wallet = Wallet{Known: true, LifetimeRevenue: 10, LifetimeCost: 100, Balance: 0.4}
+	if r, err := Resolve(&in, []ProviderDescription{tiers, other}, nil); err != nil || r.Provider != "bankr" || r.Model != "cheap" {
+		t.Errorf("tight budget: %s/%s (%v), want bankr/cheap", r.Provider, r.Model, err)
+	}
+	in.Wallet.Balance = 50 // $1.50 a call: the best model again
+	if r, _ := Resolve(&in, []ProviderDescription{tiers, other}, nil); r.Model != "m" {
+		t.Errorf("ample budget: %s, want m", r.Model)
 	}
 	if got := (Wallet{Known: true, LifetimeRevenue: 300, LifetimeCost: 100, Balance: 50}).MaxCall(); got != 7.5 {
 		t.Errorf("MaxCall = %v, want 7.5 (50 × 0.1 × 1.5)", got)

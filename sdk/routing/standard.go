@@ -62,6 +62,16 @@ func StandardResolve(p *ProviderDescription, in *Intent) (Resolution, bool) {
 	need := in.Require | secReq
 	free := diem && p.Traits.Payment == PaymentDiem
 	tin, tout := tokens(in)
+	// A self-funding provider (Bankr) pays from the agent's revenue
+	// wallet: only models the wallet affords are candidates, so a tight
+	// budget (a low sustainability ratio) finds a cheaper model rather
+	// than none.
+	budget := math.Inf(1)
+	if p.Traits.SelfFunding && !free {
+		if budget = walletBudget(in); budget < 0 {
+			return Resolution{}, false
+		}
+	}
 	w := weightsFor(in.CostSensitivity)
 	nWanted := float64(wants.Len())
 
@@ -86,6 +96,9 @@ func StandardResolve(p *ProviderDescription, in *Intent) (Resolution, bool) {
 			continue
 		}
 		if in.MaxLatencyMs > 0 && m.LatencyMs > in.MaxLatencyMs {
+			continue
+		}
+		if !free && callCost(m, tin, tout) > budget {
 			continue
 		}
 		tier := 2 * (in.Dropped &^ f).Len()
@@ -119,14 +132,12 @@ func StandardResolve(p *ProviderDescription, in *Intent) (Resolution, bool) {
 		return Resolution{}, false
 	}
 	m := &p.Models[best]
-	res := p.resolution(m, m.ID, free, tin, tout)
-	// A self-funding provider (Bankr) pays from the agent's revenue wallet:
-	// it refuses a call the wallet cannot afford, and the intent goes on to
-	// the next provider.
-	if p.Traits.SelfFunding && !affordable(in, res.EstimatedCostUSD) {
-		return Resolution{}, false
-	}
-	return res, true
+	return p.resolution(m, m.ID, free, tin, tout), true
+}
+
+// callCost is what one call of the intent's size costs on m, in USD.
+func callCost(m *ModelInfo, tin, tout int64) float64 {
+	return (m.InputPrice*float64(tin) + m.OutputPrice*float64(tout)) / 1e6
 }
 
 // resolveExplicit serves an explicitly requested model: found in the
@@ -138,6 +149,11 @@ func resolveExplicit(p *ProviderDescription, in *Intent, model string, secReq Fe
 	need := in.Require | secReq
 	if m := p.Find(model); m != nil {
 		if (m.Features|p.Features)&need != need {
+			return Resolution{}, false
+		}
+		// Even a model asked for by name is refused when the agent's
+		// wallet cannot pay for it.
+		if p.Traits.SelfFunding && !free && callCost(m, tin, tout) > walletBudget(in) {
 			return Resolution{}, false
 		}
 		return p.resolution(m, m.ID, free, tin, tout), true

@@ -56,13 +56,16 @@ func (w Wallet) MaxCall() float64 {
 	return w.Balance * 0.1 * BudgetMultiplier(w.Ratio())
 }
 
-// affordable reports whether a self-funding provider may serve a call of
-// this estimated cost for this intent: the agent must have reported its
-// wallet, and the call must fit its budget.
-func affordable(in *Intent, cost float64) bool {
+// walletBudget is what a self-funding provider may spend on one call of
+// this intent, or -1 when it may spend nothing: the agent reported no
+// wallet, or its budget is under the smallest payable amount.
+func walletBudget(in *Intent) float64 {
 	if !in.Wallet.Known {
-		return false
+		return -1
 	}
 	max := in.Wallet.MaxCall()
-	return max >= minAffordable && cost <= max
+	if max < minAffordable {
+		return -1
+	}
+	return max
 }

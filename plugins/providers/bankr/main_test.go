@@ -67,14 +67,16 @@ func TestDescriptionRoutes(t *testing.T) {
 	}{
 		{"autonomous", "flush", "gemini-3-flash"},
 		{"social", "flush", "gemini-3-flash"},
-		{"autonomous", "", ""},                           // no economics reported: not a self-funding agent
-		{"dream", "flush", ""},                           // not a self-funding subsystem
-		{"autonomous", "dying", ""},                      // $0.0025 estimated, $0.0015 allowed
-		{"bankr/claude-opus-4.6", "", "claude-opus-4.6"}, // pinned: the caller chose Bankr
+		{"autonomous", "", ""},                                // no economics reported: not a self-funding agent
+		{"dream", "flush", ""},                                // not a self-funding subsystem
+		{"autonomous", "dying", ""},                           // $0.0025 estimated, $0.0015 allowed
+		{"bankr/claude-opus-4.6", "flush", "claude-opus-4.6"}, // pinned: the caller chose Bankr
+		{"bankr/claude-opus-4.6", "", ""},                     // pinned, but no wallet to pay from
 	} {
 		var in *routing.Intent
 		if strings.HasPrefix(tc.sub, "bankr/") {
-			in = &routing.Intent{Model: tc.sub}
+			in = intent("autonomous", tc.wallet)
+			in.Model = tc.sub
 		} else {
 			in = intent(tc.sub, tc.wallet)
 		}
