@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/bardoinference/bardo/host/config"
@@ -19,7 +20,9 @@ import (
 // once per loaded pipeline, and — for a provider whose rules the declarative
 // policy cannot say — resolve(intent) on the request path. The host keeps
 // no capability matrix: what it knows about a provider is the plugin's
-// description with pipeline.toml laid over it.
+// description with pipeline.toml laid over it. describe() answers JSON (once
+// per pipeline); resolve() travels in the wire encoding (sdk/plugin
+// resolvecodec.go: it is on the request path).
 
 // describeTimeout bounds the describe() call at load.
 const describeTimeout = 5 * time.Second
@@ -88,26 +91,21 @@ func (pr *Provider) description(spec config.Provider) routing.ProviderDescriptio
 // not serve the intent (a veto it could not state must not be bypassed).
 func (pr *Provider) resolveInPlugin(d *routing.ProviderDescription, in *routing.Intent) (routing.Resolution, bool) {
 	std, ok := routing.StandardResolve(d, in)
-	payload := struct {
-		Intent   *routing.Intent     `json:"intent"`
-		Standard *routing.Resolution `json:"standard"`
-	}{Intent: in}
+	var stdp *routing.Resolution
 	if ok {
-		payload.Standard = &std
+		stdp = &std
 	}
-	b, err := json.Marshal(payload)
-	if err != nil {
-		pr.log.Warn("resolve: encoding the intent", "provider", pr.Spec.Name, "err", err)
-		return routing.Resolution{}, false
-	}
+	enc := encoders.Get().(*wire.Encoder)
+	defer encoders.Put(enc)
+	plugin.EncodeResolveInput(enc, in, stdp)
 	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
 	defer cancel()
-	out, err := pr.Plugin.Call(ctx, plugin.OpResolve, append([]byte{wire.FormatVersion}, b...), sandbox.CallInfo{})
+	out, err := pr.Plugin.Call(ctx, plugin.OpResolve, enc.Bytes(), sandbox.CallInfo{})
 	if err != nil {
 		pr.log.Warn("resolve failed; the provider does not serve this intent", "provider", pr.Spec.Name, "err", err)
 		return routing.Resolution{}, false
 	}
-	r, err := decodeJSONPayload[routing.Resolution](out)
+	r, err := plugin.DecodeResolveResult(out)
 	if err != nil {
 		pr.log.Warn("resolve: undecodable answer; the provider does not serve this intent", "provider", pr.Spec.Name, "err", err)
 		return routing.Resolution{}, false
@@ -115,11 +113,14 @@ func (pr *Provider) resolveInPlugin(d *routing.ProviderDescription, in *routing.
 	if r == nil {
 		return routing.Resolution{}, false
 	}
-	if r.Model == "" {
-		pr.log.Warn("resolve: answer without a model; the provider does not serve this intent", "provider", pr.Spec.Name)
+	if r.Model == "" || math.IsNaN(r.EstimatedCostUSD) || math.IsInf(r.EstimatedCostUSD, 0) || r.EstimatedCostUSD < 0 {
+		pr.log.Warn("resolve: answer without a model or with an impossible cost; the provider does not serve this intent",
+			"provider", pr.Spec.Name, "model", r.Model, "cost", r.EstimatedCostUSD)
 		return routing.Resolution{}, false
 	}
-	r.Provider = d.ID // a plugin answers for itself only
+	// A plugin answers for itself only. (Its strings alias out, which is
+	// the host's own copy of the guest's output.)
+	r.Provider = d.ID
 	return *r, true
 }
 

@@ -336,28 +336,19 @@ func runProvider(op Op, in []byte) error {
 		if provider.Resolve == nil {
 			return fmt.Errorf("provider %s has no Resolve", provider.Name)
 		}
-		if len(in) == 0 || in[0] != wire.FormatVersion {
-			return errors.New("resolve input: missing or unknown format byte")
-		}
-		var x resolveInput
-		if err := json.Unmarshal(in[1:], &x); err != nil {
+		in2, std, err := DecodeResolveInput(in)
+		if err != nil {
 			return fmt.Errorf("resolve input: %w", err)
 		}
-		r, ok := provider.Resolve(&x.Intent, x.Standard)
+		r, ok := provider.Resolve(&in2, std)
 		if !ok {
-			return encodeJSON(nil)
+			EncodeResolveResult(&out, nil)
+		} else {
+			EncodeResolveResult(&out, &r)
 		}
-		return encodeJSON(&r)
+		return nil
 	}
 	return fmt.Errorf("op %d is not a provider op", op)
-}
-
-// resolveInput is bardo_resolve's input (JSON after the format byte): the
-// intent as the walk hands it to this provider, and the standard
-// resolver's answer on the provider's merged description (null: none).
-type resolveInput struct {
-	Intent   routing.Intent      `json:"intent"`
-	Standard *routing.Resolution `json:"standard"`
 }
 
 // encodeJSON writes a JSON payload after the format byte (the ABI's

@@ -4,7 +4,6 @@ package main_test
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -16,9 +15,9 @@ import (
 )
 
 // BenchmarkResolveCall is what an intent walking past OpenRouter costs the
-// host: the input encoded as host/pipeline's resolveInPlugin does (JSON
-// after a format byte), one call into the plugin under wazero, and the
-// answer decoded. The standard resolve itself runs natively and is not
+// host: the input encoded as host/pipeline's resolveInPlugin does (the
+// wire encoding of sdk/plugin's resolvecodec.go), one call into the plugin
+// under wazero, and the answer decoded. The standard resolve itself runs natively and is not
 // counted (sdk/routing's benchmarks).
 func BenchmarkResolveCall(b *testing.B) {
 	p, err := sandbox.Load(context.Background(), sandbox.Options{
@@ -33,22 +32,17 @@ func BenchmarkResolveCall(b *testing.B) {
 	std := &routing.Resolution{Provider: "openrouter", Model: "anthropic/claude-opus-4.6", EstimatedCostUSD: 0.0225,
 		Payment: routing.PaymentPrepaid, Features: routing.Features(routing.InterleavedThinking, routing.Citations),
 		Quality: routing.Maximum, Style: routing.StyleOpenRouter, Pass: 1}
+	enc := new(wire.Encoder)
 	b.ReportAllocs()
 	for b.Loop() {
-		payload, err := json.Marshal(struct {
-			Intent   *routing.Intent     `json:"intent"`
-			Standard *routing.Resolution `json:"standard"`
-		}{&in, std})
+		plugin.EncodeResolveInput(enc, &in, std)
+		out, err := p.Call(context.Background(), plugin.OpResolve, enc.Bytes(), sandbox.CallInfo{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		out, err := p.Call(context.Background(), plugin.OpResolve, append([]byte{wire.FormatVersion}, payload...), sandbox.CallInfo{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		var r *routing.Resolution
-		if err := json.Unmarshal(out[1:], &r); err != nil || r == nil || r.Model != "anthropic/claude-opus-4.6:nitro" {
-			b.Fatalf("answer %s: %v", out, err)
+		r, err := plugin.DecodeResolveResult(out)
+		if err != nil || r == nil || r.Model != "anthropic/claude-opus-4.6:nitro" {
+			b.Fatalf("answer %+v: %v", r, err)
 		}
 	}
 }

@@ -2,7 +2,7 @@
 
 // Package compattest calls a natively built provider plugin's routing
 // exports — describe() and resolve() (ABI v1.3) — the way the host does,
-// byte for byte: a format byte, then JSON. sdk/plugintest covers the
+// byte for byte: describe's JSON, resolve's wire encoding. sdk/plugintest covers the
 // request-path exports (init, encode, decode); tests use both.
 package compattest
 
@@ -32,15 +32,13 @@ func Describe(tb testing.TB) *routing.ProviderDescription {
 // resolveInPlugin sends them, and returns the plugin's answer (nil: none).
 func Resolve(tb testing.TB, in routing.Intent, standard *routing.Resolution) *routing.Resolution {
 	tb.Helper()
-	b, err := json.Marshal(struct {
-		Intent   *routing.Intent     `json:"intent"`
-		Standard *routing.Resolution `json:"standard"`
-	}{&in, standard})
+	var e wire.Encoder
+	plugin.EncodeResolveInput(&e, &in, standard)
+	out := call(tb, plugin.OpResolve, e.Bytes())
+	r, err := plugin.DecodeResolveResult(out)
 	if err != nil {
-		tb.Fatalf("encoding the resolve input: %v", err)
+		tb.Fatalf("resolve answered %q: %v", out, err)
 	}
-	var r *routing.Resolution
-	decode(tb, call(tb, plugin.OpResolve, append([]byte{wire.FormatVersion}, b...)), &r)
 	return r
 }
 
