@@ -211,3 +211,157 @@ func (l latencies) report(b *testing.B) {
 	b.ReportMetric(percentile(l.cpu, 0.5), "cpu-p50-µs")
 	b.ReportMetric(percentile(l.cpu, 0.99), "cpu-p99-µs")
 }
+
+// dupBench is a 10k-entry tenant in which half the entries share one vector,
+// as the offline embedder produces for texts that differ only in numbers.
+type dupBench struct {
+	ix       *Index
+	normals  [][]float32 // the 5k distinct vectors, by index (id "n<i>")
+	dup      []float32   // the shared vector (ids "d<i>")
+	build    time.Duration
+	nodes    int
+	heap     uint64 // live heap growth: the index's bytes
+	variants int
+}
+
+const dupEntries, dupDim = 10_000, 100
+
+// variants > 1 stores the shared vector in that many bit-distinct versions a
+// few ulps apart, as the embedder's micro-batcher produces (3 versions over
+// 300 embeddings of one text in varied batches, measured with the GloVe
+// model); sharing merges only bit-identical vectors, so each version is a
+// node. share=false is the behaviour before sharing (one node per entry).
+// variants == 0 stores no shared entries at all: the 5k distinct vectors
+// alone, the reference for what a correct search of that graph costs.
+func newDupBench(b *testing.B, variants int, share bool) *dupBench {
+	b.Helper()
+	r := rand.New(rand.NewSource(21))
+	heapBefore, _ := heapStats()
+	// Built once per variant and shared by the sub-benchmarks, so closed by
+	// the caller rather than by newIndex's per-benchmark cleanup.
+	ix, err := New(Config{Dim: dupDim, MaxEntriesPerTenant: dupEntries, Seed: 3})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ix.noShare = !share
+	db := &dupBench{ix: ix, dup: randUnit(r, dupDim), variants: variants}
+	versions := make([][]float32, max(variants, 1))
+	for v := range versions {
+		versions[v] = slices.Clone(db.dup)
+		if v > 0 {
+			for j := range versions[v] {
+				// A relative error of a few ulps, like a different summation
+				// order; the index's normalisation keeps the versions apart.
+				versions[v][j] *= 1 + float32(r.Intn(7)-3)*6e-8
+			}
+		}
+	}
+	start := time.Now()
+	for i := range dupEntries {
+		// Interleaved: the duplicates arrive over the tenant's lifetime.
+		if i%2 == 0 {
+			v := randUnit(r, dupDim)
+			db.normals = append(db.normals, v)
+			if err := ix.Insert("t", fmt.Sprint("n", i/2), v, 24*time.Hour, nil, nil); err != nil {
+				b.Fatal(err)
+			}
+		} else if variants == 0 {
+			continue
+		} else if err := ix.Insert("t", fmt.Sprint("d", i/2), versions[(i/2)%variants], 24*time.Hour, nil, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ix.wg.Wait()
+	db.build = time.Since(start)
+	db.nodes = ix.Stats().GraphNodes
+	heapAfter, _ := heapStats()
+	// The normals are the benchmark's, not the index's, but they are the
+	// same in every variant, so differences are the index's.
+	db.heap = heapAfter - heapBefore
+	return db
+}
+
+// bestScore is the brute-force top-1 score of q over the tenant.
+func (db *dupBench) bestScore(q []float32) float32 {
+	u, _ := db.ix.unit(q)
+	best := float32(-1)
+	if db.variants > 0 {
+		best = cosine(u, db.dup)
+	}
+	for _, v := range db.normals {
+		best = max(best, cosine(u, v))
+	}
+	return best
+}
+
+// BenchmarkDuplicates measures search latency and recall@1 on a 10k-entry
+// tenant (dim 100, defaults) of which 5k entries share one vector, with node
+// sharing on and off (off = one node per entry, as before sharing): "near"
+// queries lie at cosine 0.95 to one of the 5k distinct vectors, "random" ones
+// are uniformly random, "dup" asks for the 4 best matches of the shared
+// vector (the semantic cache's k). Recall counts a result whose score equals
+// the brute-force best (ties among the duplicates are all correct).
+func BenchmarkDuplicates(b *testing.B) {
+	for _, share := range []bool{false, true} {
+		for _, variants := range []int{0, 1, 8} {
+			if variants == 0 && !share {
+				continue // nothing to share: one reference run
+			}
+			var db *dupBench
+			defer func() {
+				if db != nil {
+					_ = db.ix.Close()
+				}
+			}()
+			for _, kind := range []string{"near", "random", "dup"} {
+				if variants == 0 && kind == "dup" {
+					continue
+				}
+				b.Run(fmt.Sprintf("share=%v/versions=%d/%s", share, variants, kind), func(b *testing.B) {
+					if db == nil {
+						db = newDupBench(b, variants, share)
+					}
+					r := rand.New(rand.NewSource(99))
+					queries := make([][]float32, 1000)
+					for i := range queries {
+						switch kind {
+						case "near":
+							queries[i] = nearby(r, db.normals[r.Intn(len(db.normals))], 0.95)
+						case "random":
+							queries[i] = randUnit(r, dupDim)
+						default:
+							queries[i] = db.dup
+						}
+					}
+					want := make([]float32, len(queries))
+					for i, q := range queries {
+						want[i] = db.bestScore(q)
+					}
+					k := 1
+					if kind == "dup" {
+						k = 4
+					}
+					hits, full := 0, 0
+					lat := measure(b, func(i int) {
+						m, err := db.ix.Search("t", queries[i%len(queries)], k, -1)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if len(m) > 0 && m[0].Score >= want[i%len(queries)]-1e-6 {
+							hits++
+						}
+						if len(m) == k {
+							full++
+						}
+					})
+					lat.report(b)
+					b.ReportMetric(float64(hits)/float64(len(lat.wall)), "recall@1")
+					b.ReportMetric(float64(full)/float64(len(lat.wall)), "k-filled")
+					b.ReportMetric(db.build.Seconds(), "build-s")
+					b.ReportMetric(float64(db.nodes), "graph-nodes")
+					b.ReportMetric(float64(db.heap)/1e6, "heap-MB")
+				})
+			}
+		}
+	}
+}

@@ -17,7 +17,12 @@ var fuzzVecs = [][]float32{
 	{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}, {0, 0, 0, 1},
 	{1, 1, 0, 0}, {1, 0.9, 0.1, 0}, {-1, 0, 0, 0}, {0.2, 0.3, -0.5, 2},
 	{3, 1, 4, 1}, {-2, 7, 1, -8}, {1, 1, 1, 1},
+	// Scaled copies and a -0 variant that normalise to the same bits as
+	// vectors above, so entries share nodes through different inputs.
+	{2, 0, 0, 0}, {0.5, 0.5, 0.5, 0.5}, {1, negZero, 0, 0},
 }
+
+var negZero = float32(math.Copysign(0, -1))
 
 var (
 	fuzzTenants = []string{"a", "b", "c"}
@@ -30,12 +35,14 @@ type modelEntry struct {
 	expires  int64
 	tags     []string
 	lastUsed uint64
+	seq      uint64 // insertion order: ties rank newest first
 }
 
 // model is a straightforward reference implementation of the policy.
 type model struct {
 	tenants    map[string]map[string]*modelEntry
 	clock      uint64
+	seq        uint64
 	maxEntries int
 	maxTenants int
 }
@@ -188,7 +195,8 @@ func (m *model) insert(tn, id string, vec []float32, now int64, ttl time.Duratio
 		delete(es, victim)
 	}
 	m.clock++
-	es[id] = &modelEntry{vec: vec, expires: now + int64(ttl), tags: tags, lastUsed: m.clock}
+	m.seq++
+	es[id] = &modelEntry{vec: vec, expires: now + int64(ttl), tags: tags, lastUsed: m.clock, seq: m.seq}
 	return nil
 }
 
@@ -248,31 +256,55 @@ func (m *model) checkSearch(t *testing.T, ix *Index, tn string, q []float32, k i
 	if len(got) > k {
 		t.Fatalf("search returned %d > k=%d", len(got), k)
 	}
+	// The index's own score of a model entry: the same normalisation and
+	// dot product, so ties are exactly the index's ties.
+	uq, err := ix.unit(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	score := func(e *modelEntry) float32 {
+		u, err := ix.unit(e.vec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cosine(uq, u)
+	}
 	for j, g := range got {
 		e := es[g.ID]
 		if e == nil || e.expires <= now {
 			t.Fatalf("search returned dead or expired %q", g.ID)
 		}
-		if want := modelCos(q, e.vec); math.Abs(float64(g.Score-want)) > 1e-5 {
+		if want := modelCos(q, e.vec); math.Abs(float64(g.Score-want)) > 1e-5 || g.Score != score(e) {
 			t.Fatalf("score of %q: got %v want %v", g.ID, g.Score, want)
 		}
-		if g.Score < minScore || (j > 0 && g.Score > got[j-1].Score) {
-			t.Fatalf("results out of order or below minScore: %+v", got)
+		if g.Score < minScore {
+			t.Fatalf("results below minScore: %+v", got)
 		}
-		if string(g.Payload) != g.ID {
-			t.Fatalf("payload %q for %q", g.Payload, g.ID)
+		if j > 0 {
+			p := got[j-1]
+			if g.Score > p.Score || (g.Score == p.Score && e.seq > es[p.ID].seq) {
+				t.Fatalf("results not ranked by score, then newest first: %+v", got)
+			}
+		}
+		if string(g.Payload) != g.ID || !slices.Equal(g.Tags, e.tags) || g.ExpiresAt.UnixNano() != e.expires {
+			t.Fatalf("payload %q tags %v expiry %v for %q", g.Payload, g.Tags, g.ExpiresAt, g.ID)
 		}
 	}
 	if exact {
-		var want []float32
-		for _, e := range es {
-			if e.expires > now {
-				if s := modelCos(q, e.vec); s >= minScore-1e-6 {
-					want = append(want, s)
-				}
+		type ranked struct {
+			id    string
+			score float32
+			seq   uint64
+		}
+		var want []ranked
+		for id, e := range es {
+			if s := score(e); e.expires > now && s >= minScore {
+				want = append(want, ranked{id, s, e.seq})
 			}
 		}
-		sort.Slice(want, func(i, j int) bool { return want[i] > want[j] })
+		sort.Slice(want, func(i, j int) bool {
+			return want[i].score > want[j].score || (want[i].score == want[j].score && want[i].seq > want[j].seq)
+		})
 		if len(want) > k {
 			want = want[:k]
 		}
@@ -280,8 +312,8 @@ func (m *model) checkSearch(t *testing.T, ix *Index, tn string, q []float32, k i
 			t.Fatalf("exact search: got %d results, want %d (%+v vs %v)", len(got), len(want), got, want)
 		}
 		for j := range want {
-			if math.Abs(float64(got[j].Score-want[j])) > 1e-5 {
-				t.Fatalf("exact search scores %+v, want %v", got, want)
+			if got[j].ID != want[j].id {
+				t.Fatalf("exact search: got %+v, want %v", got, want)
 			}
 		}
 		// A scan meets, and so removes, every expired entry.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -94,7 +95,7 @@ func checkInvariants(tb testing.TB, ix *Index) {
 	for name, t := range ix.tenants {
 		t.mu.RLock()
 		err := tenantInvariants(ix, t)
-		total += len(t.list)
+		total += len(t.byID)
 		if t.graph != nil {
 			graphNodes += t.graph.Len()
 			dead += t.dead
@@ -110,35 +111,87 @@ func checkInvariants(tb testing.TB, ix *Index) {
 }
 
 func tenantInvariants(ix *Index, t *tenant) error {
-	n := len(t.list)
+	n := len(t.byID)
 	if n > ix.maxEntries {
 		return fmt.Errorf("%d entries > max %d", n, ix.maxEntries)
 	}
-	if len(t.byID) != n || len(t.byKey) != n || len(t.lru) != n || len(t.exp) != n {
-		return fmt.Errorf("sizes list %d byID %d byKey %d lru %d exp %d", n, len(t.byID), len(t.byKey), len(t.lru), len(t.exp))
+	if len(t.lru) != n || len(t.exp) != n {
+		return fmt.Errorf("sizes byID %d lru %d exp %d", n, len(t.lru), len(t.exp))
 	}
-	for i, e := range t.list {
+	if len(t.byKey) != len(t.nodes) {
+		return fmt.Errorf("%d nodes, %d graph keys", len(t.nodes), len(t.byKey))
+	}
+	for id, e := range t.byID {
 		switch {
-		case e.listIdx != i:
-			return fmt.Errorf("entry %q listIdx %d at %d", e.id, e.listIdx, i)
-		case t.byID[e.id] != e || t.byKey[e.key] != e:
-			return fmt.Errorf("entry %q missing from maps", e.id)
+		case e.id != id:
+			return fmt.Errorf("entry %q under id %q", e.id, id)
 		case t.lru[e.lruIdx] != e || t.exp[e.expIdx] != e:
 			return fmt.Errorf("entry %q heap index wrong", e.id)
 		case e.lruKey > e.lastUsed.Load():
 			return fmt.Errorf("entry %q lru key ahead of last use", e.id)
+		case e.node == nil || e.nodeIdx >= len(e.node.entries) || e.node.entries[e.nodeIdx] != e:
+			return fmt.Errorf("entry %q not in its node", e.id)
+		case e.node.live == 0 || int(e.node.listIdx) >= len(t.nodes) || t.nodes[e.node.listIdx] != e.node:
+			return fmt.Errorf("entry %q's node is not live", e.id)
 		}
-		if t.graph != nil {
-			if _, ok := t.graph.Lookup(e.key); !ok {
-				return fmt.Errorf("live entry %q missing from graph", e.id)
+	}
+	total := 0
+	for i, nd := range t.nodes {
+		if int(nd.listIdx) != i || t.byKey[nd.key] != nd {
+			return fmt.Errorf("node %d (key %d) misplaced", i, nd.key)
+		}
+		if nd.hash != ix.vecHash(nd.vec) {
+			return fmt.Errorf("node %d hash stale", nd.key)
+		}
+		if o := t.byVec[nd.hash]; !ix.noShare && (o == nil || (o != nd && slices.Equal(o.vec, nd.vec))) {
+			// Two live nodes with one vector, or one no insert can find:
+			// a missed share (hash collisions aside, which tests never hit).
+			return fmt.Errorf("node %d not shared through byVec", nd.key)
+		}
+		live := 0
+		var prev uint64
+		for j, e := range nd.entries {
+			if e == nil {
+				continue
 			}
+			if e.node != nd || e.nodeIdx != j || t.byID[e.id] != e {
+				return fmt.Errorf("node %d entry %q misplaced", nd.key, e.id)
+			}
+			if live > 0 && e.seq <= prev {
+				return fmt.Errorf("node %d entries out of insertion order", nd.key)
+			}
+			if e.expires < nd.minExpires {
+				return fmt.Errorf("node %d minExpires above entry %q's expiry", nd.key, e.id)
+			}
+			prev = e.seq
+			live++
+		}
+		if live != int(nd.live) || live == 0 {
+			return fmt.Errorf("node %d counts %d live entries, holds %d", nd.key, nd.live, live)
+		}
+		if len(nd.entries) > 2*live || nd.entries[len(nd.entries)-1] == nil {
+			return fmt.Errorf("node %d not compacted: %d slots for %d entries", nd.key, len(nd.entries), live)
+		}
+		total += live
+		if t.graph != nil {
+			if _, ok := t.graph.Lookup(nd.key); !ok {
+				return fmt.Errorf("live node %d missing from graph", nd.key)
+			}
+		}
+	}
+	if total != n {
+		return fmt.Errorf("nodes hold %d entries, byID %d", total, n)
+	}
+	for h, nd := range t.byVec {
+		if nd.hash != h || int(nd.listIdx) >= len(t.nodes) || t.nodes[nd.listIdx] != nd {
+			return fmt.Errorf("byVec holds a dead or misfiled node %d", nd.key)
 		}
 	}
 	if !heapOK(&t.lru) || !heapOK(&t.exp) {
 		return fmt.Errorf("heap order violated")
 	}
-	if t.graph != nil && t.graph.Len()-n != t.dead {
-		return fmt.Errorf("graph %d nodes, %d live, dead count %d", t.graph.Len(), n, t.dead)
+	if t.graph != nil && t.graph.Len()-len(t.nodes) != t.dead {
+		return fmt.Errorf("graph %d nodes, %d live, dead count %d", t.graph.Len(), len(t.nodes), t.dead)
 	}
 	if t.graph == nil && t.dead != 0 {
 		return fmt.Errorf("dead %d without graph", t.dead)

@@ -8,7 +8,12 @@
 // recall bugs of its v0.6.1 release; see README.md). Removed entries stay in
 // the graph as tombstones, which searches skip, and the graph is rebuilt in
 // the background once tombstones reach Config.RebuildFraction of the live
-// entries; the HNSW deletion routine is never used.
+// nodes; the HNSW deletion routine is never used.
+//
+// Entries whose normalised vectors are bit-identical share one graph node
+// (and one copy of the vector): the offline embedder maps texts that differ
+// only in numbers to the same vector, and thousands of identical nodes
+// wreck an HNSW graph. A search expands a node into its entries.
 //
 // All methods are safe for concurrent use. Each tenant has its own RWMutex:
 // searches of one tenant run in parallel with each other and never wait for
@@ -16,8 +21,10 @@
 package vectorindex
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"runtime"
 	"slices"
@@ -94,12 +101,14 @@ type Config struct {
 	// EfConstruction is the HNSW insert beam width. Default
 	// DefaultEfConstruction.
 	EfConstruction int
-	// ExactBelow: tenants with at most this many live entries are searched
-	// exactly and have no graph. 0 selects DefaultExactBelow; a negative
-	// value builds a graph for every non-empty tenant.
+	// ExactBelow: tenants with at most this many distinct live vectors are
+	// searched exactly and have no graph (entries sharing a vector cost the
+	// scan and the graph one vector, so they count once). 0 selects
+	// DefaultExactBelow; a negative value builds a graph for every
+	// non-empty tenant.
 	ExactBelow int
 	// RebuildFraction: a tenant's graph is rebuilt once its tombstones reach
-	// this fraction of its live entries (and at least 64). Default
+	// this fraction of its distinct live vectors (and at least 64). Default
 	// DefaultRebuildFraction.
 	RebuildFraction float64
 	// Now is the clock for TTLs. Default time.Now.
@@ -133,7 +142,8 @@ type Stats struct {
 	// until Flush, Sweep or tenant-limit reclamation drops it).
 	Tenants int
 	// GraphNodes counts HNSW nodes over all tenants, tombstones included;
-	// Tombstones counts the dead ones.
+	// Tombstones counts the dead ones. Entries with bit-identical vectors
+	// share a node, which dies with its last entry.
 	GraphNodes int
 	Tombstones int
 	// Inserts counts successful Insert calls, Replacements those that
@@ -178,6 +188,12 @@ type Index struct {
 	// syncRebuild runs rebuilds inline under the tenant lock (tests only:
 	// it makes graph state deterministic).
 	syncRebuild bool
+	// noShare gives every entry its own node even when its vector is
+	// identical to another's (tests and benchmarks only: the behaviour
+	// before node sharing, for side-by-side measurements).
+	noShare bool
+	// hashSeed seeds vecHash.
+	hashSeed maphash.Seed
 
 	seeds        atomic.Int64
 	entries      atomic.Int64
@@ -219,6 +235,7 @@ func New(cfg Config) (*Index, error) {
 		now:             cfg.Now,
 		seed:            cfg.Seed,
 		tenants:         make(map[string]*tenant),
+		hashSeed:        maphash.MakeSeed(),
 		sem:             make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2)),
 		closing:         make(chan struct{}),
 	}
@@ -284,7 +301,6 @@ func (ix *Index) Insert(tenant, id string, vec []float32, ttl time.Duration, tag
 	}
 	e := &entry{
 		id:      id,
-		vec:     unit,
 		tags:    slices.Clone(tags),
 		payload: slices.Clone(payload),
 	}
@@ -310,11 +326,11 @@ func (ix *Index) Insert(tenant, id string, vec []float32, ttl time.Duration, tag
 			ix.removeLocked(t, old)
 			ix.replacements.Add(1)
 		}
-		for len(t.list) >= ix.maxEntries {
+		for len(t.byID) >= ix.maxEntries {
 			ix.removeLocked(t, t.lruVictim())
 			ix.evictions.Add(1)
 		}
-		ix.addLocked(t, e)
+		ix.addLocked(t, e, unit)
 		ix.maybeRebuildLocked(t)
 		t.mu.Unlock()
 		ix.inserts.Add(1)
@@ -323,14 +339,16 @@ func (ix *Index) Insert(tenant, id string, vec []float32, ttl time.Duration, tag
 }
 
 // Search returns up to k live, unexpired entries of tenant whose cosine
-// similarity to vec is at least minScore, best first. vec is normalised like
-// an inserted vector. Returned entries count as used for LRU eviction. An
-// unknown tenant yields no matches and no error.
+// similarity to vec is at least minScore, best first; among equal scores
+// (every entry of a shared vector ties) the most recently inserted comes
+// first. vec is normalised like an inserted vector. Returned entries count
+// as used for LRU eviction. An unknown tenant yields no matches and no
+// error.
 //
-// Tenants with at most ExactBelow live entries are scanned exactly; larger
-// ones are searched approximately through their graph (see README.md for
-// measured recall), and may return fewer than k matches when tombstones
-// crowd the beam.
+// Tenants with at most ExactBelow distinct live vectors are scanned
+// exactly; larger ones are searched approximately through their graph (see
+// README.md for measured recall), and may return fewer than k matches when
+// tombstones crowd the beam.
 func (ix *Index) Search(tenant string, vec []float32, k int, minScore float32) ([]Match, error) {
 	if ix.closed.Load() {
 		return nil, ErrClosed
@@ -354,7 +372,7 @@ func (ix *Index) Search(tenant string, vec []float32, k int, minScore float32) (
 	t.mu.RLock()
 	var hits []hit
 	var expired []*entry
-	if t.graph == nil || (ix.exactBelow >= 0 && len(t.list) <= ix.exactBelow) {
+	if t.graph == nil || (ix.exactBelow >= 0 && len(t.nodes) <= ix.exactBelow) {
 		hits, expired = t.scan(q, k, minScore, now)
 	} else {
 		hits, expired = t.searchGraph(q, k, minScore, now, ix.efSearch)
@@ -423,7 +441,7 @@ func (ix *Index) DeleteTagged(tenant, tag string) int {
 	for _, t := range ix.selectTenants(tenant) {
 		t.mu.Lock()
 		var doomed []*entry
-		for _, e := range t.list {
+		for _, e := range t.byID {
 			if slices.Contains(e.tags, tag) {
 				doomed = append(doomed, e)
 			}
@@ -498,7 +516,7 @@ func (ix *Index) Len(tenant string) int {
 	}
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return len(t.list)
+	return len(t.byID)
 }
 
 // Stats returns a snapshot of the counters.
@@ -540,8 +558,32 @@ func (ix *Index) unit(vec []float32) ([]float32, error) {
 	out := make([]float32, len(vec))
 	for i, x := range vec {
 		out[i] = float32(float64(x) * inv)
+		if out[i] == 0 {
+			// -0 (or an underflow to it) becomes +0, so vectors that compare
+			// equal are also bit-identical and share a node (see addLocked).
+			out[i] = 0
+		}
 	}
 	return out, nil
+}
+
+// vecHash hashes a unit vector's bits: the key under which identical
+// vectors find their shared node. The seed is per Index, so colliding
+// vectors cannot be crafted in advance (a collision would only cost a
+// missed share anyway).
+func (ix *Index) vecHash(v []float32) uint64 {
+	var h maphash.Hash
+	h.SetSeed(ix.hashSeed)
+	var buf [256]byte
+	for len(v) > 0 {
+		n := min(len(v), len(buf)/4)
+		for i, x := range v[:n] {
+			binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(x))
+		}
+		_, _ = h.Write(buf[:4*n]) // never fails
+		v = v[n:]
+	}
+	return h.Sum64()
 }
 
 // cosine is the dot product of unit vectors, clamped against rounding.
@@ -604,7 +646,7 @@ func (ix *Index) tenantFor(name string) (*tenant, error) {
 func (ix *Index) dropEmptyTenantsLocked() {
 	for name, t := range ix.tenants {
 		t.mu.Lock()
-		if len(t.list) == 0 && !t.rebuilding {
+		if len(t.byID) == 0 && !t.rebuilding {
 			delete(ix.tenants, name)
 			ix.dropLocked(t)
 		}

@@ -3,6 +3,7 @@ package vectorindex
 import (
 	"cmp"
 	"container/heap"
+	"math"
 	"math/rand"
 	"slices"
 	"sync"
@@ -12,12 +13,11 @@ import (
 )
 
 // entry is one cached vector. Everything but lastUsed, lruKey and the heap
-// and list positions is immutable once the entry is added, which is what
-// lets a background rebuild read key and vec without the tenant lock.
+// and node positions is immutable once the entry is added.
 type entry struct {
 	id      string
-	key     uint64 // graph key, unique within the tenant, never reused
-	vec     []float32
+	seq     uint64 // insertion order within the tenant, never reused
+	node    *node  // the vector, shared with every entry bit-identical to it
 	tags    []string
 	payload []byte
 	expires int64 // unix nanoseconds
@@ -28,7 +28,32 @@ type entry struct {
 	lastUsed atomic.Uint64
 	lruKey   uint64
 
-	lruIdx, expIdx, listIdx int
+	lruIdx, expIdx, nodeIdx int
+}
+
+// node is one distinct vector of a tenant and its graph node. Entries whose
+// normalised vectors are bit-identical share one: the offline embedder maps
+// texts that differ only in numbers to the same vector, and thousands of
+// identical graph nodes (distance 0 to each other) fill each other's
+// neighbour lists and cut the cluster off from the rest of the graph, which
+// collapsed recall (README.md, "Identical vectors"). key and vec are
+// immutable, which lets a background rebuild read them without the tenant
+// lock; the other fields are guarded by it.
+type node struct {
+	key  uint64    // graph key, unique within the tenant, never reused
+	vec  []float32 // unit vector
+	hash uint64    // vecHash(vec), its byVec key
+	// entries holds the node's live entries in insertion order, oldest
+	// first, with nil holes left by removals (compacted once the holes
+	// outnumber the live entries, so removal is amortised O(1) and keeps
+	// the order); live counts the non-nil ones.
+	entries []*entry
+	// minExpires is at most the earliest expiry among entries (removals do
+	// not raise it; compaction recomputes it), so a scan can skip the
+	// entries of a node that does not match when none of them is due.
+	minExpires int64
+	live       int32
+	listIdx    int32 // position in tenant.nodes
 }
 
 // tenant is one isolated namespace. mu guards every field except clock.
@@ -36,22 +61,25 @@ type tenant struct {
 	mu sync.RWMutex
 
 	byID  map[string]*entry
-	byKey map[uint64]*entry
-	list  []*entry // live entries, dense, for exact scans and snapshots
+	nodes []*node          // live nodes (≥ 1 live entry), dense, for scans and snapshots
+	byKey map[uint64]*node // graph key → live node
+	byVec map[uint64]*node // vecHash → live node, for sharing
 	lru   lruHeap
 	exp   expHeap
 
 	clock   atomic.Uint64 // LRU logical clock, advanced under the read lock
+	nextSeq uint64
 	nextKey uint64
 
-	// graph indexes every live entry when non-nil, plus dead tombstones.
+	// graph indexes every live node when non-nil, plus dead ones (nodes
+	// whose last entry went): the tombstones, counted by dead.
 	graph *hnsw.Graph[uint64]
 	dead  int
 
 	// rebuilding is set while a graph build runs; pending collects the
-	// entries added meanwhile, which the build replays before installing.
+	// nodes added meanwhile, which the build replays before installing.
 	rebuilding bool
-	pending    []*entry
+	pending    []*node
 	// gen changes when the tenant is dropped, telling an in-flight rebuild
 	// to discard its work.
 	gen uint64
@@ -60,49 +88,110 @@ type tenant struct {
 }
 
 func newTenant() *tenant {
-	return &tenant{byID: make(map[string]*entry), byKey: make(map[uint64]*entry)}
+	return &tenant{
+		byID:  make(map[string]*entry),
+		byKey: make(map[uint64]*node),
+		byVec: make(map[uint64]*node),
+	}
 }
 
-// addLocked adds e as the most recently used entry.
-func (ix *Index) addLocked(t *tenant, e *entry) {
-	e.key = t.nextKey
-	t.nextKey++
+// addLocked adds e, whose unit vector is vec, as the most recently used
+// entry. An entry with a bit-identical vector joins that vector's node;
+// otherwise a node is created (and added to the graph, if any).
+func (ix *Index) addLocked(t *tenant, e *entry, vec []float32) {
+	e.seq = t.nextSeq
+	t.nextSeq++
 	stamp := t.clock.Add(1)
 	e.lastUsed.Store(stamp)
 	e.lruKey = stamp
 	t.byID[e.id] = e
-	t.byKey[e.key] = e
-	e.listIdx = len(t.list)
-	t.list = append(t.list, e)
 	heap.Push(&t.lru, e)
 	heap.Push(&t.exp, e)
-	if t.graph != nil {
-		t.graph.Add(hnsw.MakeNode(e.key, e.vec))
-		ix.graphNodes.Add(1)
+
+	h := ix.vecHash(vec)
+	n := t.byVec[h]
+	if n == nil || ix.noShare || !slices.Equal(n.vec, vec) {
+		// slices.Equal is bit equality here: unit() leaves no NaN and no -0.
+		n = &node{key: t.nextKey, vec: vec, hash: h, minExpires: math.MaxInt64, listIdx: int32(len(t.nodes))}
+		t.nextKey++
+		if t.byVec[h] == nil {
+			// On a hash collision the newcomer is simply not shared: that
+			// costs a graph node, never a wrong result.
+			t.byVec[h] = n
+		}
+		t.byKey[n.key] = n
+		t.nodes = append(t.nodes, n)
+		if t.graph != nil {
+			t.graph.Add(hnsw.MakeNode(n.key, n.vec))
+			ix.graphNodes.Add(1)
+		}
+		if t.rebuilding {
+			t.pending = append(t.pending, n)
+		}
 	}
-	if t.rebuilding {
-		t.pending = append(t.pending, e)
-	}
+	e.node = n
+	e.nodeIdx = len(n.entries)
+	n.entries = append(n.entries, e)
+	n.live++
+	n.minExpires = min(n.minExpires, e.expires)
 	ix.entries.Add(1)
 }
 
-// removeLocked removes a live entry; if the tenant has a graph, its node
-// becomes a tombstone.
+// removeLocked removes a live entry. A node goes with its last entry; if the
+// tenant has a graph, the node becomes a tombstone.
 func (ix *Index) removeLocked(t *tenant, e *entry) {
 	delete(t.byID, e.id)
-	delete(t.byKey, e.key)
-	last := t.list[len(t.list)-1]
-	t.list[e.listIdx] = last
-	last.listIdx = e.listIdx
-	t.list[len(t.list)-1] = nil
-	t.list = t.list[:len(t.list)-1]
 	heap.Remove(&t.lru, e.lruIdx)
 	heap.Remove(&t.exp, e.expIdx)
+	ix.entries.Add(-1)
+
+	n := e.node
+	n.entries[e.nodeIdx] = nil
+	n.live--
+	if n.live > 0 {
+		n.trim()
+		return
+	}
+	n.entries = nil
+	delete(t.byKey, n.key)
+	if t.byVec[n.hash] == n {
+		delete(t.byVec, n.hash)
+	}
+	last := t.nodes[len(t.nodes)-1]
+	t.nodes[n.listIdx] = last
+	last.listIdx = n.listIdx
+	t.nodes[len(t.nodes)-1] = nil
+	t.nodes = t.nodes[:len(t.nodes)-1]
 	if t.graph != nil {
 		t.dead++
 		ix.tombstones.Add(1)
 	}
-	ix.entries.Add(-1)
+}
+
+// trim drops trailing holes and compacts the entries into a fresh array
+// once holes outnumber live entries, or the array is over four times the
+// live count (a node of thousands that shrank by its newest entries keeps
+// no large array). A compaction costs the live count and follows at least
+// as many removals, so removal stays amortised O(1). The node must still
+// have a live entry.
+func (n *node) trim() {
+	for n.entries[len(n.entries)-1] == nil {
+		n.entries = n.entries[:len(n.entries)-1]
+	}
+	live := int(n.live)
+	if len(n.entries) <= 2*live && cap(n.entries) <= 4*live+8 {
+		return
+	}
+	out := make([]*entry, 0, live)
+	n.minExpires = math.MaxInt64
+	for _, e := range n.entries {
+		if e != nil {
+			e.nodeIdx = len(out)
+			out = append(out, e)
+			n.minExpires = min(n.minExpires, e.expires)
+		}
+	}
+	n.entries = out
 }
 
 // expireLocked removes every entry whose TTL has passed at now and returns
@@ -138,14 +227,14 @@ func (t *tenant) lruVictim() *entry {
 // dropLocked empties a tenant that has left the index map and returns how
 // many entries it held.
 func (ix *Index) dropLocked(t *tenant) int {
-	n := len(t.list)
+	n := len(t.byID)
 	ix.entries.Add(-int64(n))
 	if t.graph != nil {
 		ix.graphNodes.Add(-int64(t.graph.Len()))
 		ix.tombstones.Add(-int64(t.dead))
 	}
-	t.byID, t.byKey = map[string]*entry{}, map[uint64]*entry{}
-	t.list, t.lru, t.exp = nil, nil, nil
+	t.byID, t.byKey, t.byVec = map[string]*entry{}, map[uint64]*node{}, map[uint64]*node{}
+	t.nodes, t.lru, t.exp = nil, nil, nil
 	t.graph, t.dead = nil, 0
 	t.rebuilding, t.pending = false, nil
 	t.gen++
@@ -158,69 +247,124 @@ type hit struct {
 	score float32
 }
 
-// scan is the exact search: every live entry is scored. It returns the top
-// k hits with score ≥ minScore, best first, and the expired entries seen.
+// before reports whether h ranks ahead of o in search results: higher score
+// first and, among equal scores (every entry of a shared vector ties), the
+// most recently inserted first — for a cache the newest answer to the same
+// question is the one to try first.
+func (h hit) before(o hit) bool {
+	return h.score > o.score || (h.score == o.score && h.e.seq > o.e.seq)
+}
+
+// scan is the exact search: every live node is scored once and its entries
+// share the score. It returns the top k hits with score ≥ minScore in
+// (score, recency) order, and every expired entry of the tenant.
 func (t *tenant) scan(q []float32, k int, minScore float32, now int64) (hits []hit, expired []*entry) {
-	for _, e := range t.list {
-		if e.expires <= now {
-			expired = append(expired, e)
+	for _, n := range t.nodes {
+		s := cosine(q, n.vec)
+		match := s >= minScore && (len(hits) < k || s >= hits[k-1].score)
+		if !match && n.minExpires > now {
 			continue
 		}
-		s := cosine(q, e.vec)
-		if s < minScore || (len(hits) == k && s <= hits[k-1].score) {
-			continue
+		// Newest first, so the first entry that cannot enter the top k
+		// means no older entry of this node can.
+		for i := len(n.entries) - 1; i >= 0; i-- {
+			e := n.entries[i]
+			if e == nil {
+				continue
+			}
+			if e.expires <= now {
+				expired = append(expired, e)
+				continue
+			}
+			if !match {
+				continue
+			}
+			h := hit{e, s}
+			if len(hits) == k && !h.before(hits[k-1]) {
+				if n.minExpires > now {
+					break // and none of the rest is due
+				}
+				match = false // keep walking only to collect expired ones
+				continue
+			}
+			// Insertion into a ranked list of at most k; k is small for a
+			// cache lookup, and large k only pays a copy per accepted hit.
+			j, _ := slices.BinarySearchFunc(hits, h, func(x, h hit) int {
+				if x.before(h) {
+					return -1
+				}
+				return 1
+			})
+			if len(hits) < k {
+				hits = append(hits, hit{})
+			}
+			copy(hits[j+1:], hits[j:len(hits)-1])
+			hits[j] = h
 		}
-		// Insertion into a best-first list of at most k; k is small for a
-		// cache lookup, and large k only pays a copy per accepted hit.
-		i, _ := slices.BinarySearchFunc(hits, s, func(h hit, s float32) int { return cmp.Compare(s, h.score) })
-		if len(hits) < k {
-			hits = append(hits, hit{})
-		}
-		copy(hits[i+1:], hits[i:len(hits)-1])
-		hits[i] = hit{e, s}
 	}
 	return hits, expired
 }
 
 // searchGraph runs a beam search of width ef (at least 2k, so tombstones
-// rarely starve the result), and keeps the first k nodes that are live,
-// unexpired and score ≥ minScore. Scores are recomputed exactly (the graph's
-// order already follows them, so the first score below minScore ends the
-// walk).
+// rarely starve the result) and expands the nodes it finds, nearest first,
+// into their live, unexpired entries, newest first, until k hits. Scores are
+// recomputed exactly (the graph's order already follows them, so the first
+// node below minScore ends the walk). Nodes tying with the k-th hit are
+// expanded too and the hits ranked like scan's, so ties between distinct
+// vectors also come out most recent first.
 func (t *tenant) searchGraph(q []float32, k int, minScore float32, now int64, ef int) (hits []hit, expired []*entry) {
 	ef = max(ef, 2*k)
-	for _, n := range t.graph.SearchWithEf(q, ef, ef) {
-		e := t.byKey[n.Key]
-		if e == nil {
+	var kth float32 // the k-th hit's score, once there are k
+	for _, gn := range t.graph.SearchWithEf(q, ef, ef) {
+		n := t.byKey[gn.Key]
+		if n == nil {
 			continue // tombstone
 		}
-		if e.expires <= now {
-			expired = append(expired, e)
-			continue
-		}
-		s := cosine(q, e.vec)
-		if s < minScore {
+		s := cosine(q, n.vec)
+		if s < minScore || (len(hits) >= k && s < kth) {
 			break
 		}
-		hits = append(hits, hit{e, s})
-		if len(hits) == k {
-			break
+		for i, took := len(n.entries)-1, 0; i >= 0 && took < k; i-- {
+			e := n.entries[i]
+			if e == nil {
+				continue
+			}
+			if e.expires <= now {
+				expired = append(expired, e)
+				continue
+			}
+			hits = append(hits, hit{e, s})
+			took++
+			if len(hits) == k {
+				kth = s
+			}
 		}
+	}
+	slices.SortFunc(hits, func(a, b hit) int {
+		if a.before(b) {
+			return -1
+		}
+		return 1
+	})
+	if len(hits) > k {
+		hits = hits[:k]
 	}
 	return hits, expired
 }
 
-// maybeRebuildLocked applies the graph policy after a change:
+// maybeRebuildLocked applies the graph policy after a change. "Live" counts
+// distinct vectors (live nodes), since that is what the graph and the scan
+// cost, not entries:
 //   - no live entries: drop the graph;
-//   - no graph and more than ExactBelow live entries: build one;
-//   - a graph but at most ExactBelow/2 live entries: drop it (the half
-//     keeps a tenant hovering at the boundary from rebuilding repeatedly);
-//   - tombstones ≥ max(64, RebuildFraction × live): rebuild.
+//   - no graph and more than ExactBelow live nodes: build one;
+//   - a graph but at most ExactBelow/2 live nodes: drop it (the half keeps
+//     a tenant hovering at the boundary from rebuilding repeatedly);
+//   - tombstones ≥ max(64, RebuildFraction × live nodes): rebuild.
 func (ix *Index) maybeRebuildLocked(t *tenant) {
 	if t.rebuilding || t.removed {
 		return
 	}
-	live := len(t.list)
+	live := len(t.nodes)
 	switch {
 	case live == 0 || (t.graph != nil && ix.exactBelow >= 0 && live <= ix.exactBelow/2):
 		if t.graph != nil {
@@ -241,8 +385,8 @@ func (ix *Index) maybeRebuildLocked(t *tenant) {
 	}
 
 	// Snapshot in insertion order so a seeded index builds the same graph.
-	snap := slices.Clone(t.list)
-	slices.SortFunc(snap, func(a, b *entry) int { return cmp.Compare(a.key, b.key) })
+	snap := slices.Clone(t.nodes)
+	slices.SortFunc(snap, func(a, b *node) int { return cmp.Compare(a.key, b.key) })
 	t.rebuilding, t.pending = true, nil
 	seed := ix.seed + ix.seeds.Add(1)
 	if ix.syncRebuild {
@@ -264,19 +408,19 @@ func (ix *Index) newGraph(seed int64) *hnsw.Graph[uint64] {
 	return g
 }
 
-func (ix *Index) build(snap []*entry, seed int64) *hnsw.Graph[uint64] {
+func (ix *Index) build(snap []*node, seed int64) *hnsw.Graph[uint64] {
 	g := ix.newGraph(seed)
-	for _, e := range snap {
-		g.Add(hnsw.MakeNode(e.key, e.vec))
+	for _, n := range snap {
+		g.Add(hnsw.MakeNode(n.key, n.vec))
 	}
 	return g
 }
 
 // rebuild builds a graph from snap without holding the tenant lock, replays
-// the entries inserted meanwhile and installs it. Searches keep using the
+// the nodes added meanwhile and installs it. Searches keep using the
 // old graph (or the exact scan) until the swap, so a rebuild never blocks
 // them for longer than the final replay of at most catchUpMax inserts.
-func (ix *Index) rebuild(t *tenant, gen uint64, snap []*entry, seed int64) {
+func (ix *Index) rebuild(t *tenant, gen uint64, snap []*node, seed int64) {
 	defer ix.wg.Done()
 	abort := func() {
 		t.mu.Lock()
@@ -294,12 +438,12 @@ func (ix *Index) rebuild(t *tenant, gen uint64, snap []*entry, seed int64) {
 	defer func() { <-ix.sem }()
 
 	g := ix.newGraph(seed)
-	for i, e := range snap {
+	for i, n := range snap {
 		if i%256 == 0 && ix.closed.Load() {
 			abort()
 			return
 		}
-		g.Add(hnsw.MakeNode(e.key, e.vec))
+		g.Add(hnsw.MakeNode(n.key, n.vec))
 	}
 	for round := 0; ; round++ {
 		t.mu.Lock()
@@ -315,29 +459,29 @@ func (ix *Index) rebuild(t *tenant, gen uint64, snap []*entry, seed int64) {
 		backlog := t.pending
 		t.pending = nil
 		if len(backlog) <= catchUpMax || round >= maxCatchUpRounds {
-			for _, e := range backlog {
-				g.Add(hnsw.MakeNode(e.key, e.vec))
+			for _, n := range backlog {
+				g.Add(hnsw.MakeNode(n.key, n.vec))
 			}
 			ix.installLocked(t, g)
 			t.mu.Unlock()
 			return
 		}
 		t.mu.Unlock()
-		for _, e := range backlog {
-			g.Add(hnsw.MakeNode(e.key, e.vec))
+		for _, n := range backlog {
+			g.Add(hnsw.MakeNode(n.key, n.vec))
 		}
 	}
 }
 
-// installLocked swaps in a freshly built graph. It holds every entry live at
-// snapshot time plus every entry added since, hence every live entry; the
-// rest are entries removed meanwhile, now its tombstones.
+// installLocked swaps in a freshly built graph. It holds every node live at
+// snapshot time plus every node added since, hence every live node; the
+// rest are nodes whose last entry went meanwhile, now its tombstones.
 func (ix *Index) installLocked(t *tenant, g *hnsw.Graph[uint64]) {
 	oldNodes := 0
 	if t.graph != nil {
 		oldNodes = t.graph.Len()
 	}
-	dead := g.Len() - len(t.list)
+	dead := g.Len() - len(t.nodes)
 	ix.graphNodes.Add(int64(g.Len() - oldNodes))
 	ix.tombstones.Add(int64(dead - t.dead))
 	t.graph, t.dead = g, dead
