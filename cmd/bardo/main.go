@@ -127,6 +127,9 @@ func check(args []string) error {
 	}
 	defer d.Close()
 	p := d.Manager.Peek()
+	for _, w := range p.Config.Warnings {
+		fmt.Fprintln(os.Stderr, "warning: "+w)
+	}
 	fmt.Printf("%s: ok — %d layers, %d models, providers %v\n", path, len(p.Layers), len(p.Config.ModelSpecs), p.EnabledProviders())
 	return nil
 }

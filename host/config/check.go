@@ -60,7 +60,7 @@ var (
 	commonKeys   = []string{"name", "plugin", "timeout", "memory", "pool", "trusted", "enabled", "config"}
 	layerKeys    = append([]string{"phases", "on_error"}, commonKeys...)
 	providerKeys = append(append([]string{"base_url", "credential", "models", "failover"}, providerRoutingKeys...), commonKeys...)
-	topKeys      = []string{"server", "layer", "provider", "models", "model"}
+	topKeys      = []string{"server", "layer", "provider", "models", "model", "inference"}
 )
 
 func (c *checker) config(tree map[string]any) *Config {
@@ -98,6 +98,9 @@ func (c *checker) config(tree map[string]any) *Config {
 		cfg.ModelSpecs = append(cfg.ModelSpecs, c.model(indexKey("model", i), t, cfg.Models.Dir))
 	}
 	c.modelDuplicates(cfg.ModelSpecs)
+	if v, ok := tree["inference"]; ok {
+		c.inference(v, cfg)
+	}
 	return cfg
 }
 

@@ -111,6 +111,13 @@ type Config struct {
 	Providers   []Provider // in file order
 	Models      Models     // the [models] table
 	ModelSpecs  []Model    // the [[model]] entries, in file order
+	// Profiles are the [inference.profiles.<subsystem>] overrides (locked
+	// profiles' overrides left out); see Profile.
+	Profiles map[string]routing.InferenceProfile
+	// Warnings are problems that do not stop the file from loading (an
+	// override of a locked profile), as "file:line: key: message"; the
+	// loader logs them.
+	Warnings []string
 }
 
 // Server holds the [server] table.

@@ -979,3 +979,49 @@ features = ["visible_thinking"]
 		t.Errorf("bare entry: %+v", d)
 	}
 }
+
+// TestInferenceProfiles: [inference.profiles.<subsystem>] overrides lay
+// over the defaults; a locked profile's override loads with a warning and
+// is ignored; unknown profiles and keys are errors with their line.
+func TestInferenceProfiles(t *testing.T) {
+	workdir(t)
+	cfg, err := Parse([]byte(`
+[inference.profiles.curator]
+temperature = 0.05
+reasoning_effort = "high"
+
+[inference.profiles.risk]
+temperature = 0.9
+`), "pipeline.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, ok := cfg.Profile("curator")
+	def, _ := routing.DefaultProfile("curator")
+	if !ok || cur.Temperature != 0.05 || cur.ReasoningEffort != routing.EffortHigh || cur.TopP != def.TopP {
+		t.Errorf("curator: %+v", cur)
+	}
+	risk, _ := cfg.Profile("risk")
+	if defRisk, _ := routing.DefaultProfile("risk"); risk.Temperature != defRisk.Temperature {
+		t.Errorf("a locked profile took the override: %v", risk.Temperature)
+	}
+	if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "pipeline.toml:6: inference.profiles.risk") ||
+		!strings.Contains(cfg.Warnings[0], "locked") {
+		t.Errorf("warnings: %q", cfg.Warnings)
+	}
+	if p, ok := cfg.Profile("dream_rem"); !ok || p.Temperature != 0.9 {
+		t.Errorf("an untouched profile: %+v %v", p, ok)
+	}
+
+	_, err = Parse([]byte(`
+[inference.profiles.no_such]
+temperature = 0.1
+
+[inference.profiles.curator]
+temprature = 0.1
+`), "pipeline.toml")
+	if err == nil || !strings.Contains(err.Error(), `pipeline.toml:2: inference.profiles.no_such: unknown inference profile "no_such"`) ||
+		!strings.Contains(err.Error(), "pipeline.toml:5: inference.profiles.curator") {
+		t.Errorf("errors: %v", err)
+	}
+}

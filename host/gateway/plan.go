@@ -140,7 +140,7 @@ func (pl *planner) next() (*pipeline.Provider, string, *wire.Error) {
 	if pl.intent.Subsystem != "" {
 		// Every attempt: the profile's parameters and reasoning members
 		// depend on the resolved provider's style.
-		applyProfile(x, &pl.profile, pl.intent.Subsystem, &res)
+		applyProfile(x, &pl.profile, pl.p.Config.Profile, pl.intent.Subsystem, &res)
 	}
 	pl.emitResolved(&res)
 	x.Headers = setKV(x.Headers, HeaderIntent, pl.source())

@@ -71,7 +71,10 @@ type profilePlan struct {
 // reason. The caller's own values always win. What the mapping had to
 // approximate or drop is added to X-Bardo-Degraded ("profile:…"). It runs
 // on every attempt: the previous attempt's effects are undone first.
-func applyProfile(x *pipeline.Exchange, base *profileBase, subsystem string, res *routing.Resolution) {
+//
+// profile looks the subsystem's profile up: the running pipeline.toml's
+// (config.Config.Profile: the defaults with the operator's override).
+func applyProfile(x *pipeline.Exchange, base *profileBase, profile func(string) (routing.InferenceProfile, bool), subsystem string, res *routing.Resolution) {
 	if !base.saved {
 		base.saved, base.params, base.system = true, x.Req.Params, x.Req.System
 	} else {
@@ -81,7 +84,7 @@ func applyProfile(x *pipeline.Exchange, base *profileBase, subsystem string, res
 	x.Meta.Annotations = withoutKV(withoutKV(x.Meta.Annotations, AnnotationReasoningEffort), AnnotationVisibleThinking)
 	x.Degraded = slices.DeleteFunc(x.Degraded, func(d string) bool { return strings.HasPrefix(d, profileNote) })
 
-	prof, ok := routing.DefaultProfile(subsystem)
+	prof, ok := profile(subsystem)
 	if !ok {
 		return
 	}

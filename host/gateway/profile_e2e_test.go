@@ -188,3 +188,47 @@ func TestProfileReasoningPromptFallback(t *testing.T) {
 		t.Errorf("X-Bardo-Degraded %q", r.Header.Get("X-Bardo-Degraded"))
 	}
 }
+
+// pipeline.toml's [inference.profiles.<subsystem>] reaches the upstream;
+// a locked profile's override does not.
+func TestConfiguredProfileReachesUpstream(t *testing.T) {
+	up := fakeupstream.New(fakeupstream.WithAPIKey(upKey))
+	t.Cleanup(up.Close)
+	g := testgateway.Start(t, `
+[inference.profiles.curator]
+temperature = 0.05
+
+[inference.profiles.risk]
+temperature = 0.9
+
+[[provider]]
+name = "up"
+plugin = "openai-compatible.wasm"
+base_url = "`+up.URL()+`/v1"
+credential = "env:UP_KEY"
+models = ["gpt-*"]
+trusted = true
+[[provider.model]]
+id = "gpt-plain"
+quality = "maximum"
+features = ["tool_use", "citations", "structured_outputs"]
+input_price = "1"
+output_price = "2"
+`, testgateway.Options{Env: map[string]string{"UP_KEY": upKey}})
+	if !strings.Contains(g.LogLines.String(), "inference profile risk is locked") {
+		t.Errorf("no warning about the locked profile's override:\n%s", g.LogLines.String())
+	}
+	ask := `{"model":"auto","messages":[{"role":"user","content":"evaluate this entry"}]}`
+	for _, c := range []struct {
+		subsystem string
+		want      float64
+	}{{"curator", 0.05}, {"risk", 0.1}} {
+		r := post(t, g.URL, "/v1/chat/completions", ask, "X-Bardo-Subsystem", c.subsystem)
+		if r.Status != 200 {
+			t.Fatalf("%s: %d %s", c.subsystem, r.Status, r.Body)
+		}
+		if got := lastBody(t, up)["temperature"]; got != c.want {
+			t.Errorf("%s: upstream temperature %v, want %v", c.subsystem, got, c.want)
+		}
+	}
+}

@@ -216,7 +216,7 @@ func TestApplyProfileEveryAttempt(t *testing.T) {
 	has := func(flag uint32) bool { return x.Req.Params.Set&flag != 0 }
 
 	// 1. Anthropic, a thinking model.
-	applyProfile(x, &base, "risk", &routing.Resolution{Provider: "claude", Model: "claude-opus",
+	applyProfile(x, &base, routing.DefaultProfile, "risk", &routing.Resolution{Provider: "claude", Model: "claude-opus",
 		Style: routing.StyleAnthropic, Features: routing.Features(routing.AdaptiveThinking)})
 	if string(x.ProfileMembers) != `{"thinking":{"type":"enabled","budget_tokens":65536}}` ||
 		annotation(x.Meta.Annotations, AnnotationReasoningEffort) != "max" {
@@ -231,7 +231,7 @@ func TestApplyProfileEveryAttempt(t *testing.T) {
 
 	// 2. Failover to an OpenAI reasoning model: no thinking member, no
 	// Anthropic top_p or max_tokens left behind.
-	applyProfile(x, &base, "risk", &routing.Resolution{Provider: "up", Model: "gpt-5",
+	applyProfile(x, &base, routing.DefaultProfile, "risk", &routing.Resolution{Provider: "up", Model: "gpt-5",
 		Style: routing.StyleOpenAI, Features: routing.Features(routing.ReasoningEffort)})
 	if string(x.ProfileMembers) != `{"reasoning_effort":"xhigh"}` || annotation(x.Meta.Annotations, AnnotationReasoningEffort) != "xhigh" {
 		t.Fatalf("openai: members %s annotations %v", x.ProfileMembers, x.Meta.Annotations)
@@ -245,7 +245,7 @@ func TestApplyProfileEveryAttempt(t *testing.T) {
 
 	// 3. A model that cannot reason: told in the system prompt, once.
 	for range 2 {
-		applyProfile(x, &base, "risk", &routing.Resolution{Provider: "cheap", Model: "cheap-1",
+		applyProfile(x, &base, routing.DefaultProfile, "risk", &routing.Resolution{Provider: "cheap", Model: "cheap-1",
 			Style: routing.StyleGeneric, Features: routing.Features(routing.ToolUse)})
 	}
 	if x.ProfileMembers != nil || annotation(x.Meta.Annotations, AnnotationReasoningEffort) != "" {
@@ -262,13 +262,13 @@ func TestApplyProfileEveryAttempt(t *testing.T) {
 	}
 
 	// 4. Back to a thinking model: the caller's system prompt again.
-	applyProfile(x, &base, "risk", &routing.Resolution{Style: routing.StyleAnthropic})
+	applyProfile(x, &base, routing.DefaultProfile, "risk", &routing.Resolution{Style: routing.StyleAnthropic})
 	if len(x.Req.System) != len(callerSystem) || x.Req.System[0].Text != "You assess risk." || x.ProfileMembers == nil {
 		t.Fatalf("system %+v members %s", x.Req.System, x.ProfileMembers)
 	}
 
 	// 5. A subsystem without a profile clears everything.
-	applyProfile(x, &base, "no_such_subsystem", &routing.Resolution{Style: routing.StyleAnthropic})
+	applyProfile(x, &base, routing.DefaultProfile, "no_such_subsystem", &routing.Resolution{Style: routing.StyleAnthropic})
 	if x.ProfileMembers != nil || annotation(x.Meta.Annotations, AnnotationReasoningEffort) != "" || x.Req.Params.Set != 0 {
 		t.Fatalf("no profile: members %s annotations %v params %+v", x.ProfileMembers, x.Meta.Annotations, x.Req.Params)
 	}
@@ -286,11 +286,11 @@ func TestApplyProfileEveryAttempt(t *testing.T) {
 func TestApplyProfileVisibleThinkingAnnotation(t *testing.T) {
 	x := &pipeline.Exchange{Req: &wire.Request{}, Meta: wire.Meta{Dialect: wire.DialectOpenAI}}
 	var base profileBase
-	applyProfile(x, &base, "daimon_complex", &routing.Resolution{Style: routing.StyleGemini})
+	applyProfile(x, &base, routing.DefaultProfile, "daimon_complex", &routing.Resolution{Style: routing.StyleGemini})
 	if annotation(x.Meta.Annotations, AnnotationReasoningEffort) != "high" || annotation(x.Meta.Annotations, AnnotationVisibleThinking) != "true" {
 		t.Fatalf("annotations %v", x.Meta.Annotations)
 	}
-	applyProfile(x, &base, "risk", &routing.Resolution{Style: routing.StyleGemini})
+	applyProfile(x, &base, routing.DefaultProfile, "risk", &routing.Resolution{Style: routing.StyleGemini})
 	if annotation(x.Meta.Annotations, AnnotationVisibleThinking) != "" {
 		t.Fatalf("visible thinking left behind: %v", x.Meta.Annotations)
 	}

@@ -65,6 +65,9 @@ func (m *Manager) logProviders(p *Pipeline) {
 	if len(enabled) == 1 && enabled[0] == "sim" {
 		log.Warn("NOTICE: only the simulated provider \"sim\" is active; answers are generated locally, not by a model. Set a provider credential (e.g. OPENAI_API_KEY) to reach a real upstream.")
 	}
+	for _, w := range p.Config.Warnings {
+		log.Warn(w)
+	}
 	log.Info("pipeline ready", "config", p.Config.Path, "fingerprint", p.Config.Fingerprint.String(),
 		"layers", len(p.Layers), "providers", enabled)
 }
