@@ -196,7 +196,28 @@ func planProfile(prof *routing.InferenceProfile, res *routing.Resolution, req *w
 		pl.members = b
 		pl.effort = params.Effort
 	}
+	// min_p where the provider takes it (Venice, OpenRouter, generic
+	// servers; elsewhere MapProfile turned it into top_p or dropped it,
+	// noted): the wire's sampling parameters have no field for it.
+	if pl.params.Set&routing.FieldMinP != 0 {
+		pl.members = addMember(pl.members, "min_p", strconv.AppendFloat(nil, pl.params.MinP, 'g', -1, 64))
+	}
 	return pl
+}
+
+// addMember appends "name":value to the JSON object obj (nil: a new one).
+func addMember(obj []byte, name string, value []byte) []byte {
+	if len(obj) < 2 {
+		obj = []byte("{}")
+	}
+	out := append([]byte(nil), obj[:len(obj)-1]...)
+	if len(out) > 1 {
+		out = append(out, ',')
+	}
+	out = strconv.AppendQuote(out, name)
+	out = append(out, ':')
+	out = append(out, value...)
+	return append(out, '}')
 }
 
 // reasoningConflict names the note when the caller's own request cannot be

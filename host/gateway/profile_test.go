@@ -295,3 +295,20 @@ func TestApplyProfileVisibleThinkingAnnotation(t *testing.T) {
 		t.Fatalf("visible thinking left behind: %v", x.Meta.Annotations)
 	}
 }
+
+// min_p reaches providers that take it as a member; others get top_p.
+func TestProfileMinP(t *testing.T) {
+	prof := mustProfile(t, "dream_rem") // temperature 0.9, min_p 0.1, effort high
+	pl := planProfile(&prof, &routing.Resolution{Style: routing.StyleOpenRouter}, &wire.Request{}, wire.DialectOpenAI)
+	if string(pl.members) != `{"reasoning":{"effort":"high"},"min_p":0.1}` {
+		t.Errorf("openrouter members %s", pl.members)
+	}
+	pl = planProfile(&prof, &routing.Resolution{Style: routing.StyleOpenAI, Features: routing.Features(routing.ReasoningEffort)}, &wire.Request{}, wire.DialectOpenAI)
+	if strings.Contains(string(pl.members), "min_p") {
+		t.Errorf("openai got min_p: %s", pl.members)
+	}
+	pl = planProfile(&prof, &routing.Resolution{Style: routing.StyleVenice}, &wire.Request{}, wire.DialectOpenAI)
+	if !strings.Contains(string(pl.members), `"min_p":0.1`) {
+		t.Errorf("venice members %s", pl.members)
+	}
+}
