@@ -9,7 +9,7 @@
 //	ok       the standard answer, unchanged (the control: it serves)
 //	panic    panics inside resolve (a trap; the instance is discarded)
 //	nomodel  answers a resolution without a model
-//	nan      answers a NaN cost, which cannot be encoded (a plugin error)
+//	nan      answers a NaN cost (the host refuses the answer)
 //	slow     sleeps 400 ms, past the host's 250 ms resolve budget
 //	none     answers "none" although the standard found a model (a veto)
 package main
