@@ -33,15 +33,7 @@ func mergeMembers(body, add []byte, keep bool) ([]byte, error) {
 	used := make([]bool, len(adds))
 	out := make([]byte, 0, len(body)+len(add))
 	out = append(out, '{')
-	write := func(k, v []byte) {
-		if len(out) > 1 {
-			out = append(out, ',')
-		}
-		out = append(out, '"')
-		out = append(out, k...)
-		out = append(out, '"', ':')
-		out = append(out, v...)
-	}
+	write := func(k, v []byte) { out = appendMember(out, k, v) }
 	jsonscan.EachMember(body, func(k, v []byte) {
 		for i := range adds {
 			if bytes.Equal(adds[i].key, k) {
@@ -64,4 +56,41 @@ func mergeMembers(body, add []byte, keep bool) ([]byte, error) {
 		}
 	}
 	return append(out, '}'), nil
+}
+
+// withoutMember returns the JSON object obj without its member name (nil
+// when nothing is left).
+func withoutMember(obj []byte, name string) []byte {
+	out := []byte{'{'}
+	jsonscan.EachMember(obj, func(k, v []byte) {
+		if string(k) != name {
+			out = appendMember(out, k, v)
+		}
+	})
+	if len(out) == 1 {
+		return nil
+	}
+	return append(out, '}')
+}
+
+// addMember appends "name":value to the JSON object obj (nil: a new one).
+func addMember(obj []byte, name string, value []byte) []byte {
+	if len(obj) < 2 {
+		obj = []byte("{}")
+	}
+	out := append([]byte(nil), obj[:len(obj)-1]...)
+	return append(appendMember(out, []byte(name), value), '}')
+}
+
+// appendMember appends "key":value to out, an object being written (its
+// opening brace and any members so far). key is as written in JSON (still
+// escaped), so quoting it again keeps it.
+func appendMember(out, key, value []byte) []byte {
+	if len(out) > 1 {
+		out = append(out, ',')
+	}
+	out = append(out, '"')
+	out = append(out, key...)
+	out = append(out, '"', ':')
+	return append(out, value...)
 }

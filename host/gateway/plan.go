@@ -10,7 +10,6 @@ import (
 	"github.com/bardoinference/bardo/host/eventlog"
 	"github.com/bardoinference/bardo/host/pipeline"
 	hostrouting "github.com/bardoinference/bardo/host/routing"
-	"github.com/bardoinference/bardo/sdk/jsonscan"
 	"github.com/bardoinference/bardo/sdk/routing"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
@@ -221,27 +220,4 @@ func setKV(kvs []wire.KV, key, value string) []wire.KV {
 		}
 	}
 	return append(kvs, wire.KV{Key: key, Value: value})
-}
-
-// withoutMember returns the JSON object obj without its member name.
-func withoutMember(obj []byte, name string) []byte {
-	out := []byte{'{'}
-	jsonscan.EachMember(obj, func(k, v []byte) {
-		if string(k) == name {
-			return
-		}
-		if len(out) > 1 {
-			out = append(out, ',')
-		}
-		// The key is still escaped as written: quoting it again keeps it.
-		out = append(out, '"')
-		out = append(out, k...)
-		out = append(out, '"', ':')
-		out = append(out, v...)
-	})
-	out = append(out, '}')
-	if len(out) == 2 {
-		return nil
-	}
-	return out
 }

@@ -205,21 +205,6 @@ func planProfile(prof *routing.InferenceProfile, res *routing.Resolution, req *w
 	return pl
 }
 
-// addMember appends "name":value to the JSON object obj (nil: a new one).
-func addMember(obj []byte, name string, value []byte) []byte {
-	if len(obj) < 2 {
-		obj = []byte("{}")
-	}
-	out := append([]byte(nil), obj[:len(obj)-1]...)
-	if len(out) > 1 {
-		out = append(out, ',')
-	}
-	out = strconv.AppendQuote(out, name)
-	out = append(out, ':')
-	out = append(out, value...)
-	return append(out, '}')
-}
-
 // reasoningConflict names the note when the caller's own request cannot be
 // valid with the reasoning the mapping asks for, or returns "".
 func reasoningConflict(params *routing.Params, caps routing.FeatureSet, req *wire.Request, dialect wire.Dialect) string {
