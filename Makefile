@@ -62,13 +62,16 @@ test-node: plugins
 
 # A short run of every fuzz target (a count, not a duration: a time-boxed run
 # can fail with "context deadline exceeded" when a worker is slow to stop on a
-# loaded machine); `make fuzz FUZZTIME=5m` for a long one.
+# loaded machine); `make fuzz FUZZTIME=5m` for a long one. Minimizing each
+# new interesting input may take 60 s by default, which stalled one target
+# for minutes in CI: a short run keeps the inputs and bounds the shrinking.
 FUZZTIME ?= 20000x
+FUZZMINIMIZE ?= 5s
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \
 		for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
 			echo "fuzz $$pkg $$f"; \
-			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) $$pkg || exit 1; \
 		done; \
 	done
 
