@@ -319,6 +319,9 @@ func invalidateOnRegimeChange(regime string) {
 	}
 }
 
+// searchK is how many neighbours a lookup weighs (the guard decides).
+const searchK = 8
+
 func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	if !lookupable(&req.Request) {
 		plugin.CounterAdd(metricSkips, 1)
@@ -348,8 +351,10 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	var qws *wordSet
 	for _, sc := range searchScopes() {
 		// Several near neighbours: the nearest may fail the guard while the
-		// next one passes it.
-		ms, err := plugin.VectorSearch(sc, vec, 4, threshold)
+		// next one passes it. Texts that differ only in numbers embed to the
+		// same vector and come back newest first (host/vectorindex shares
+		// their node), so k leaves room for a few of them.
+		ms, err := plugin.VectorSearch(sc, vec, searchK, threshold)
 		if err != nil {
 			return fmt.Errorf("semcache: %w", err)
 		}
