@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -348,6 +349,21 @@ func TestModelsEndpoint(t *testing.T) {
 	m := decode(t, b)
 	if m["object"] != "list" {
 		t.Fatalf("models = %s", b)
+	}
+	// "auto" first, then what the providers describe (sim: its plugin's
+	// one model), once each.
+	var ids []string
+	once := map[string]bool{}
+	for _, e := range m["data"].([]any) {
+		id := e.(map[string]any)["id"].(string)
+		if once[id] {
+			t.Fatalf("%s listed twice", id)
+		}
+		once[id] = true
+		ids = append(ids, id)
+	}
+	if len(ids) < 2 || ids[0] != "auto" || !slices.Contains(ids, "sim") {
+		t.Fatalf("model ids %v", ids)
 	}
 }
 

@@ -6,13 +6,18 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	hostrouting "github.com/bardoinference/bardo/host/routing"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
-// models answers GET /v1/models with the models the enabled providers declare
-// by exact id (globs are routing rules, not models), in the caller's dialect:
-// Anthropic's list format when the request carries anthropic-version,
-// OpenAI's otherwise.
+// models answers GET /v1/models in the caller's dialect (Anthropic's list
+// format when the request carries anthropic-version, OpenAI's otherwise):
+// "auto" first — the gateway chooses by intent — then what the enabled
+// providers serve: the models of their descriptions (the plugin's own, the
+// static [[provider.model]] catalog, or the refreshed one) and the exact ids
+// among their `models` globs (globs are routing rules, not models). Client
+// model pickers (Cursor, the SDKs' models.list) show exactly what may be
+// asked for.
 func (g *Gateway) models(ctx *fasthttp.RequestCtx) {
 	d := wire.DialectOpenAI
 	if len(ctx.Request.Header.Peek("anthropic-version")) > 0 {
@@ -25,18 +30,27 @@ func (g *Gateway) models(ctx *fasthttp.RequestCtx) {
 	}
 	p := g.Pipelines.Peek()
 	type entry struct{ id, owner string }
-	var list []entry
-	seen := map[string]bool{}
+	list := []entry{{hostrouting.AutoModel, "bardo"}}
+	seen := map[string]bool{hostrouting.AutoModel: true}
+	add := func(id, owner string) {
+		if id != "" && !seen[id] {
+			seen[id] = true
+			list = append(list, entry{id, owner})
+		}
+	}
+	for _, d := range p.Descriptions() {
+		for i := range d.Models {
+			add(d.Models[i].ID, d.ID)
+		}
+	}
 	for _, pr := range p.Providers {
 		if !pr.Enabled {
 			continue
 		}
 		for _, m := range pr.Spec.Models {
-			if strings.ContainsAny(m, "*?[") || seen[m] {
-				continue
+			if !strings.ContainsAny(m, "*?[") {
+				add(m, pr.Spec.Name)
 			}
-			seen[m] = true
-			list = append(list, entry{m, pr.Spec.Name})
 		}
 	}
 	var body []byte

@@ -35,9 +35,13 @@ const BodyField = "bardo"
 // intent that cannot be honoured as written (an HTTP 400).
 var ErrBadIntent = errors.New("invalid routing intent")
 
+// AutoModel is the model name that asks the gateway to choose, as
+// GET /v1/models lists it.
+const AutoModel = "auto"
+
 // autoModels are model names that ask the gateway to choose ("" included):
 // with any other name the model is explicit and is never swapped.
-var autoModels = [...]string{"", "auto", "bardo", "bardo/auto", "bardo-auto"}
+var autoModels = [...]string{"", AutoModel, "bardo", "bardo/auto", "bardo-auto"}
 
 // IsAutoModel reports whether a request's model asks the gateway to choose.
 func IsAutoModel(model string) bool {
