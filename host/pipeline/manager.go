@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -14,9 +15,10 @@ import (
 // Manager owns the current pipeline and replaces it on reload. A broken new
 // configuration or plugin leaves the old pipeline serving and is logged.
 type Manager struct {
-	path string
-	deps Deps
-	cur  atomic.Pointer[Pipeline]
+	path    string
+	deps    Deps
+	plugins *registry // the plugins of the pipelines still running, shared across reloads
+	cur     atomic.Pointer[Pipeline]
 
 	reloadMu sync.Mutex // one reload at a time
 	// Reloaded is called after each reload attempt with the error (nil on
@@ -26,7 +28,10 @@ type Manager struct {
 
 // NewManager loads path and builds the first pipeline.
 func NewManager(ctx context.Context, path string, deps Deps) (*Manager, error) {
-	m := &Manager{path: path, deps: deps}
+	if deps.Log == nil {
+		deps.Log = slog.Default()
+	}
+	m := &Manager{path: path, deps: deps, plugins: newRegistry()}
 	p, err := m.build(ctx)
 	if err != nil {
 		return nil, err
@@ -51,7 +56,7 @@ func (m *Manager) build(ctx context.Context) (*Pipeline, error) {
 	if err := config.ApplyEnv(cfg, m.getenv); err != nil {
 		return nil, err
 	}
-	return Build(ctx, cfg, m.deps)
+	return build(ctx, cfg, m.deps, m.plugins)
 }
 
 func (m *Manager) logProviders(p *Pipeline) {
@@ -89,8 +94,9 @@ func (m *Manager) Peek() *Pipeline { return m.cur.Load() }
 
 // Reload rebuilds the pipeline from the configuration file and swaps it in,
 // even when the file is unchanged (a SIGHUP also picks up changed
-// credentials and rebuilt plugins). On failure the current pipeline keeps
-// serving.
+// credentials and rebuilt plugins). Plugins whose file content, name and
+// settings are unchanged are reused, not loaded again. On failure the
+// current pipeline keeps serving.
 func (m *Manager) Reload(ctx context.Context) error {
 	m.reloadMu.Lock()
 	defer m.reloadMu.Unlock()
@@ -112,7 +118,8 @@ func (m *Manager) reload(ctx context.Context) error {
 	}
 	old := m.cur.Swap(p)
 	old.retire()
-	m.deps.Log.Info("pipeline reloaded", "took", time.Since(start).Round(time.Millisecond))
+	m.deps.Log.Info("pipeline reloaded", "took", time.Since(start).Round(time.Millisecond),
+		"plugins_loaded", p.loaded, "plugins_reused", p.reused)
 	m.logProviders(p)
 	return nil
 }

@@ -5,7 +5,9 @@
 //
 // A Pipeline is immutable once built. Reloading builds a new one and the
 // Manager swaps it in atomically; requests in flight finish on the pipeline
-// they started on, which is closed when its last request releases it.
+// they started on, which is retired when its last request releases it. A
+// new pipeline reuses the old one's plugins whose entries did not change
+// (shared.go); a plugin is closed when the last pipeline holding it retires.
 package pipeline
 
 import (
@@ -114,6 +116,15 @@ type Pipeline struct {
 	descVer  atomic.Uint64
 	desc     atomic.Pointer[[]routing.ProviderDescription] // enabled providers, for intent routing
 
+	// Every plugin of the pipeline, held in registry; released once, when
+	// the pipeline retires (or its build fails).
+	registry    *registry
+	held        []*sharedPlugin
+	releaseOnce sync.Once
+	// How many plugins the build loaded and how many it took over from
+	// pipelines already running (the "pipeline reloaded" line).
+	loaded, reused int
+
 	log     *slog.Logger
 	active  atomic.Int64
 	retired atomic.Bool
@@ -122,8 +133,15 @@ type Pipeline struct {
 }
 
 // Build loads every enabled plugin of cfg. Plugins compile in parallel (one per
-// CPU); any failure closes what was loaded and names the entry's line.
+// CPU); any failure closes what was loaded and names the entry's line. The
+// pipeline shares its plugins with no other (the Manager's builds do).
 func Build(ctx context.Context, cfg *config.Config, deps Deps) (*Pipeline, error) {
+	return build(ctx, cfg, deps, newRegistry())
+}
+
+// build is Build taking the plugins it can from reg, which must only ever be
+// used with the same deps (the plugins keep the deps they were loaded with).
+func build(ctx context.Context, cfg *config.Config, deps Deps, reg *registry) (*Pipeline, error) {
 	if deps.Log == nil {
 		deps.Log = slog.Default()
 	}
@@ -131,7 +149,7 @@ func Build(ctx context.Context, cfg *config.Config, deps Deps) (*Pipeline, error
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	p := &Pipeline{Config: cfg, log: deps.Log, done: make(chan struct{}), catalogs: deps.Catalogs, watchers: deps.Watchers}
+	p := &Pipeline{Config: cfg, log: deps.Log, done: make(chan struct{}), catalogs: deps.Catalogs, watchers: deps.Watchers, registry: reg}
 	switch {
 	case deps.Models != nil:
 		if err := deps.Models.Sync(cfg.Models, cfg.ModelSpecs); err != nil {
@@ -178,6 +196,8 @@ func Build(ctx context.Context, cfg *config.Config, deps Deps) (*Pipeline, error
 
 	sem := make(chan struct{}, max(runtime.NumCPU(), 1))
 	errs := make([]error, len(jobs))
+	held := make([]*sharedPlugin, len(jobs))
+	reused := make([]bool, len(jobs))
 	var wg sync.WaitGroup
 	for i, j := range jobs {
 		wg.Add(1)
@@ -186,7 +206,7 @@ func Build(ctx context.Context, cfg *config.Config, deps Deps) (*Pipeline, error
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			began := time.Now()
-			pl, err := sandbox.Load(ctx, sandbox.Options{
+			s, ok, err := reg.acquire(ctx, sandbox.Options{
 				Name:        j.spec.Name,
 				Path:        j.spec.Plugin,
 				Trusted:     j.spec.Trusted,
@@ -204,24 +224,45 @@ func Build(ctx context.Context, cfg *config.Config, deps Deps) (*Pipeline, error
 				errs[i] = fmt.Errorf("%s:%d: %w", cfg.Path, j.spec.Line, err)
 				return
 			}
-			*j.out = pl
-			deps.Log.Debug("plugin loaded", "plugin", j.spec.Name, "file", j.spec.Plugin, "took", time.Since(began).Round(time.Millisecond))
+			*j.out, held[i], reused[i] = s.plugin, s, ok
+			msg := "plugin loaded"
+			if ok {
+				msg = "plugin reused"
+			}
+			deps.Log.Debug(msg, "plugin", j.spec.Name, "file", j.spec.Plugin, "took", time.Since(began).Round(time.Millisecond))
 		}()
 	}
 	wg.Wait()
+	for i, s := range held {
+		if s == nil {
+			continue
+		}
+		p.held = append(p.held, s)
+		if reused[i] {
+			p.reused++
+		} else {
+			p.loaded++
+		}
+	}
+	// On failure the pipeline never served: releasing what it took closes
+	// the plugins it loaded and leaves those it shares with the running
+	// pipeline as they were.
 	if err := errors.Join(errs...); err != nil {
-		p.closePlugins()
+		p.releasePlugins()
 		return nil, err
 	}
 	if err := p.link(); err != nil {
-		p.closePlugins()
+		p.releasePlugins()
 		return nil, err
 	}
 	return p, nil
 }
 
 // link checks each plugin's descriptor against its entry and precomputes the
-// per-phase layer lists.
+// per-phase layer lists. It only reads the plugins (their descriptors and
+// exports; a provider's describe() is an ordinary call): everything it works
+// out lives in this pipeline's Layer and Provider values, so a plugin shared
+// with the running pipeline serves that one unchanged.
 func (p *Pipeline) link() error {
 	var errs []error
 	for _, l := range p.Layers {
@@ -295,8 +336,8 @@ func (p *Pipeline) release() {
 	}
 }
 
-// retire stops new requests from starting on p and closes its plugins once the
-// requests in flight have finished.
+// retire stops new requests from starting on p and releases its plugins once
+// the requests in flight have finished; those no newer pipeline shares close.
 func (p *Pipeline) retire() {
 	p.retired.Store(true)
 	if p.active.Load() == 0 {
@@ -304,22 +345,20 @@ func (p *Pipeline) retire() {
 	}
 	go func() {
 		<-p.done
-		p.closePlugins()
+		p.releasePlugins()
 	}()
 }
 
-func (p *Pipeline) closePlugins() {
-	for _, l := range p.Layers {
-		if l.Plugin != nil {
-			l.Plugin.Close()
+// releasePlugins drops p's hold on its plugins, once however often it is
+// called: a second release would close a plugin another pipeline still uses.
+func (p *Pipeline) releasePlugins() {
+	p.releaseOnce.Do(func() {
+		for _, s := range p.held {
+			p.registry.release(s)
 		}
-	}
-	for _, pr := range p.Providers {
-		if pr.Plugin != nil {
-			pr.Plugin.Close()
-		}
-	}
+	})
 }
 
-// Close closes every plugin now (for shutdown and tests).
-func (p *Pipeline) Close() { p.closePlugins() }
+// Close releases p's plugins now (for shutdown and tests): those no other
+// pipeline holds are closed.
+func (p *Pipeline) Close() { p.releasePlugins() }

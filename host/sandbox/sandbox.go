@@ -50,6 +50,12 @@ type Options struct {
 	Timeout     time.Duration // per call; 0 means no limit beyond the caller's context
 	Config      []byte        // the plugin's config table as JSON, served by the config host function
 
+	// Code, when set, is the module's bytes as already read from Path (Path
+	// then only names it in messages): a caller that keys plugins by a hash
+	// of the file loads exactly the bytes it hashed, even if the file is
+	// replaced in between.
+	Code []byte
+
 	Cache    wazero.CompilationCache // shared compilation cache; nil compiles every time
 	Log      *slog.Logger
 	KV       KV       // nil: kv host functions fail
@@ -153,10 +159,14 @@ func Load(ctx context.Context, opts Options) (*Plugin, error) {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	code, err := os.ReadFile(opts.Path)
-	if err != nil {
-		return nil, fmt.Errorf("plugin %s: %w", opts.Name, err)
+	code := opts.Code
+	if code == nil {
+		var err error
+		if code, err = os.ReadFile(opts.Path); err != nil {
+			return nil, fmt.Errorf("plugin %s: %w", opts.Name, err)
+		}
 	}
+	opts.Code = nil // the compiled module is kept; the bytes need not be
 	rc := wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(!opts.Trusted)
 	if opts.MemoryLimit > 0 {
 		pages := opts.MemoryLimit / pageSize
@@ -188,6 +198,7 @@ func Load(ctx context.Context, opts Options) (*Plugin, error) {
 	if err := p.instantiateHostModule(ctx); err != nil {
 		return fail(err)
 	}
+	var err error
 	p.compiled, err = p.runtime.CompileModule(ctx, code)
 	if err != nil {
 		return fail(fmt.Errorf("compile: %w", err))
@@ -251,6 +262,10 @@ func (p *Plugin) Exports(op plugin.Op) bool {
 
 // Name is the plugin's name from the configuration.
 func (p *Plugin) Name() string { return p.opts.Name }
+
+// Closed reports whether Close was called (calls in flight may still be
+// finishing on their instances).
+func (p *Plugin) Closed() bool { return p.closed.Load() }
 
 // Trusted reports the plugin's timeout policy.
 func (p *Plugin) Trusted() bool { return p.opts.Trusted }
