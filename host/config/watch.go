@@ -55,16 +55,38 @@ func Watch(ctx context.Context, path string, interval time.Duration, onChange fu
 // readable again. onChange runs on the watching goroutine; polling waits for
 // it to return.
 func WatchFiles(ctx context.Context, paths []string, interval time.Duration, onChange func()) {
+	WatchFileSet(ctx, func() []string { return paths }, interval, onChange)
+}
+
+// WatchFileSet is WatchFiles over a set that may change: list is asked
+// again at every poll (the plugin files of the pipeline now running, which a
+// reload may have changed). A file that joins the set is taken as it is —
+// the reload that added it loaded it — and watched from then on; a file that
+// leaves it is forgotten.
+func WatchFileSet(ctx context.Context, list func() []string, interval time.Duration, onChange func()) {
 	if interval <= 0 {
 		interval = DefaultWatchInterval
 	}
-	files := make([]*watched, len(paths))
-	for i, p := range paths {
-		files[i] = &watched{path: p}
-		files[i].poll(time.Now())
-		files[i].fired = files[i].sum
-		files[i].pending = files[i].sum
+	files := map[string]*watched{}
+	track := func(now time.Time) {
+		want := list()
+		keep := make(map[string]bool, len(want))
+		for _, p := range want {
+			keep[p] = true
+			if files[p] == nil {
+				f := &watched{path: p}
+				f.poll(now)
+				f.fired, f.pending = f.sum, f.sum
+				files[p] = f
+			}
+		}
+		for p := range files {
+			if !keep[p] {
+				delete(files, p)
+			}
+		}
 	}
+	track(time.Now())
 	go func() {
 		t := time.NewTicker(interval)
 		defer t.Stop()
@@ -82,6 +104,7 @@ func WatchFiles(ctx context.Context, paths []string, interval time.Duration, onC
 				if changed && ctx.Err() == nil {
 					onChange()
 				}
+				track(now)
 			}
 		}
 	}()

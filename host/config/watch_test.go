@@ -184,3 +184,33 @@ func TestWatchDebounce(t *testing.T) {
 	write(t, path, "a = 2\n")
 	step(false) // back, same content
 }
+
+// TestWatchFileSetFollowsTheSet: a file that joins the watched set (a
+// plugin a reload added) is watched from then on without firing for
+// joining; a file that left the set fires no more.
+func TestWatchFileSetFollowsTheSet(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.wasm"), filepath.Join(dir, "b.wasm")
+	write(t, a, "1")
+	write(t, b, "x")
+	var set atomic.Value
+	set.Store([]string{a})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var n atomic.Int32
+	WatchFileSet(ctx, func() []string { return set.Load().([]string) }, pollEvery, func() { n.Add(1) })
+	set.Store([]string{b}) // a leaves, b joins
+	time.Sleep(quiet)
+	if got := n.Load(); got != 0 {
+		t.Fatalf("joining the set fired %d times", got)
+	}
+	write(t, a, "2") // no longer watched
+	time.Sleep(quiet)
+	if got := n.Load(); got != 0 {
+		t.Fatalf("a file that left the set fired %d times", got)
+	}
+	write(t, b, "y")
+	if got := waitCount(&n, 1); got != 1 {
+		t.Fatalf("a file that joined the set: onChange called %d times, want 1", got)
+	}
+}

@@ -134,15 +134,20 @@ func (m *Manager) Watch(ctx context.Context, interval time.Duration) {
 		m.deps.Log.Info("SIGHUP: reloading pipeline")
 		m.Reload(ctx)
 	})
-	var plugins []string
-	p := m.Peek()
-	for _, l := range p.Config.Layers {
-		plugins = append(plugins, l.Plugin)
+	// The running pipeline's plugin files, asked again at every poll: a
+	// reload that adds a plugin must also watch it.
+	plugins := func() []string {
+		p := m.Peek()
+		var files []string
+		for _, l := range p.Config.Layers {
+			files = append(files, l.Plugin)
+		}
+		for _, pr := range p.Config.Providers {
+			files = append(files, pr.Plugin)
+		}
+		return files
 	}
-	for _, pr := range p.Config.Providers {
-		plugins = append(plugins, pr.Plugin)
-	}
-	config.WatchFiles(ctx, plugins, interval, func() {
+	config.WatchFileSet(ctx, plugins, interval, func() {
 		m.deps.Log.Info("a plugin file changed: reloading pipeline")
 		m.Reload(ctx)
 	})
