@@ -49,8 +49,10 @@ type Log struct {
 }
 
 // New returns a log keeping the last capacity events (DefaultCapacity when
-// capacity ≤ 0). Every event is also written to logger at info level when
-// logger is not nil.
+// capacity ≤ 0). Every event is also written to logger at debug level when
+// logger is not nil: provider:resolved comes with every intent-routed
+// request, too many for the info log (the gateway warns of failures on its
+// own).
 func New(capacity int, logger *slog.Logger) *Log {
 	if capacity <= 0 {
 		capacity = DefaultCapacity
@@ -72,7 +74,7 @@ func (l *Log) Emit(typ, requestID string, data map[string]any) {
 	l.mu.Unlock()
 	close(wake)
 	if l.logger != nil {
-		l.logger.Info("event", "type", typ, "request_id", requestID, "data", data)
+		l.logger.Debug("event", "type", typ, "request_id", requestID, "data", data)
 	}
 }
 
