@@ -2,9 +2,13 @@ package sandbox_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/bardoinference/bardo/host/kvstore"
 	"github.com/bardoinference/bardo/host/sandbox"
@@ -89,4 +93,59 @@ func BenchmarkInstantiate(b *testing.B) {
 			b.ReportMetric(float64(mem)/(1<<20), "instance-MiB")
 		})
 	}
+}
+
+// BenchmarkLoadPhases splits what loading one shipped plugin costs with a
+// warm compilation cache (the state of every start after the first): wazero
+// decoding and validating the module and finding its compiled code in the
+// cache (compile-cached), instantiating it and running the Go runtime's
+// _initialize, and a whole sandbox.Load (both, plus descriptor, host
+// module and Init). Each op builds a fresh runtime, as every plugin load
+// does.
+func BenchmarkLoadPhases(b *testing.B) {
+	path := wasmbuild.MustBuild(b, "plugins/layers/hashcache")
+	code, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cache, err := wazero.NewCompilationCacheWithDir(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	newRuntime := func() wazero.Runtime {
+		rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().WithCompilationCache(cache))
+		wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+		return rt
+	}
+	warm := newRuntime()
+	if _, err := warm.CompileModule(ctx, code); err != nil { // fills the cache
+		b.Fatal(err)
+	}
+	warm.Close(ctx)
+
+	b.Run("compile-cached", func(b *testing.B) {
+		for b.Loop() {
+			rt := newRuntime()
+			if _, err := rt.CompileModule(ctx, code); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			rt.Close(ctx)
+			b.StartTimer()
+		}
+	})
+	b.Run("load", func(b *testing.B) {
+		for b.Loop() {
+			p, err := sandbox.Load(ctx, sandbox.Options{Name: "hashcache", Path: path, Trusted: true,
+				MemoryLimit: 64 << 20, PoolSize: 1, Timeout: 2 * time.Second, Cache: cache,
+				KV: kvstore.NewMemory(1 << 20)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			p.Close()
+			b.StartTimer()
+		}
+	})
 }
