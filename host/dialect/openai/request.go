@@ -39,6 +39,7 @@ package openai
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 
 	"github.com/bardoinference/bardo/host/dialect"
@@ -593,6 +594,12 @@ func decodeToolChoice(val []byte) ([]byte, error) {
 			}
 			return nil
 		})
+		switch typ {
+		case "auto", "none", "any", "tool":
+			// The canonical form's own types (Anthropic's): kept verbatim,
+			// {"type":"tool"} would read as a forced tool with no name.
+			return nil, rq.Errf("tool_choice.type", strconv.Quote(typ)+` is not an OpenAI tool_choice object; use "auto", "none" or "required" as a string, or {"type":"function","function":{"name":…}}`)
+		}
 		if typ == "function" && jsonx.KindOf(fn) == jsonx.Object {
 			var name string
 			_ = jsonx.ObjectEach(fn, func(rawKey, v []byte) error {

@@ -180,6 +180,10 @@ func TestDecodeRequestErrors(t *testing.T) {
 		{"stop number", `{"model":"m","messages":[{"role":"user","content":"hi"}],"stop":[1]}`, "stop[0]: must be a string"},
 		{"stream string", `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":"yes"}`, "stream: must be a boolean"},
 		{"bad tool_choice", `{"model":"m","messages":[{"role":"user","content":"hi"}],"tool_choice":"sometimes"}`, "tool_choice"},
+		// The canonical form's own object types are not OpenAI's: kept
+		// verbatim, {"type":"tool"} read as a forced tool with no name (a
+		// fuzz-found input; see testdata/fuzz).
+		{"canonical tool_choice object", `{"model":"m","messages":[{"role":"user","content":"hi"}],"tool_choice":{"type":"tool"}}`, `tool_choice.type: "tool" is not an OpenAI tool_choice object`},
 		{"tool without name", `{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{}}]}`, "tools[0].function.name: is required"},
 		{"image without url", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]}`, "image_url.url: is required"},
 		{"bad arguments type", `{"model":"m","messages":[{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":5}}]}]}`, "messages[0].tool_calls[0].function.arguments: must be a string"},
