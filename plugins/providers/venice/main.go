@@ -31,10 +31,10 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/bardoinference/bardo/sdk/adapter"
+	"github.com/bardoinference/bardo/sdk/adapter/openaicompat"
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/routing"
 	"github.com/bardoinference/bardo/sdk/wire"
@@ -42,10 +42,9 @@ import (
 
 // config is the provider's [provider.config] table.
 type config struct {
-	// Path is appended to the provider's base_url.
-	Path string `json:"path"`
-	// Headers are added to every upstream request.
-	Headers map[string]string `json:"headers"`
+	// The OpenAI-compatible call: path, auth header and scheme, extra
+	// headers (sdk/adapter/openaicompat; Authorization: Bearer by default).
+	openaicompat.Config
 
 	// IncludeVeniceSystemPrompt is sent as
 	// venice_parameters.include_venice_system_prompt unless the caller set
@@ -88,7 +87,7 @@ type config struct {
 // settings is the config resolved once per instance.
 type settings struct {
 	config
-	headerKeys     []string // sorted keys of Headers
+	endpoint       openaicompat.Endpoint
 	keys           []ed25519.PublicKey
 	requireHeaders bool
 	keep           map[string]bool
@@ -152,12 +151,15 @@ func initConfig() error {
 	if m := plugin.HostABIMinor(); m < 3 {
 		return fmt.Errorf("venice needs a host with ABI v1.3 (response verification), this one has v1.%d", m)
 	}
-	var c config
-	c.Path = "/chat/completions"
+	c := config{Config: openaicompat.Defaults()}
 	if err := plugin.DecodeConfig(&c); err != nil {
 		return err
 	}
-	s := settings{config: c, requireHeaders: true, keep: map[string]bool{}}
+	ep, err := c.Config.Endpoint()
+	if err != nil {
+		return fmt.Errorf("venice: %w", err)
+	}
+	s := settings{config: c, endpoint: ep, requireHeaders: true, keep: map[string]bool{}}
 	if c.RequirePrivacyHeaders != nil {
 		s.requireHeaders = *c.RequirePrivacyHeaders
 	}
@@ -171,10 +173,6 @@ func initConfig() error {
 	for _, k := range keep {
 		s.keep[k] = true
 	}
-	for k := range c.Headers {
-		s.headerKeys = append(s.headerKeys, k)
-	}
-	slices.Sort(s.headerKeys)
 	for i, k := range c.AttestationKeys {
 		pk, err := parseKey(k)
 		if err != nil {
@@ -213,11 +211,6 @@ const (
 )
 
 func encode(in *wire.EncodeInput, res *wire.EncodeResult) error {
-	base := strings.TrimRight(in.Route.BaseURL, "/")
-	if base == "" {
-		res.Error = &wire.Error{Status: 500, Kind: wire.ErrInternal, Message: "provider " + in.Route.Provider + " has no base_url configured"}
-		return nil
-	}
 	model := in.Route.Model
 	t := tierOf(model)
 	vp, werr := veniceParams(in)
@@ -243,15 +236,12 @@ func encode(in *wire.EncodeInput, res *wire.EncodeResult) error {
 		return nil
 	}
 
-	headers := []wire.KV{
-		{Key: "Content-Type", Value: "application/json"},
-		{Key: "Authorization", Value: "Bearer ${credential}"},
-	}
-	for _, k := range cfg.headerKeys {
-		headers = append(headers, wire.KV{Key: k, Value: cfg.Headers[k]})
-	}
-	if in.Request.Stream {
-		headers = append(headers, wire.KV{Key: "Accept", Value: "text/event-stream"})
+	// The host encodes the standard body (or forwards the caller's own
+	// bytes when nothing changed) and sets our members on it.
+	call, werr := cfg.endpoint.Call(in, merge)
+	if werr != nil {
+		res.Error = werr
+		return nil
 	}
 	if t != tierPrivate {
 		if in.Meta.RequestID == "" {
@@ -259,29 +249,18 @@ func encode(in *wire.EncodeInput, res *wire.EncodeResult) error {
 				Message: "provider " + in.Route.Provider + ": no request id to bind the attestation nonce to"}
 			return nil
 		}
-		headers = append(headers,
+		call.Headers = append(call.Headers,
 			wire.KV{Key: headerAttestation, Value: "required"},
 			wire.KV{Key: headerAttestationNonce, Value: attestationNonce(in.Meta.RequestID)})
 	}
-	res.Call = &wire.UpstreamCall{
-		Method:  "POST",
-		URL:     base + cfg.Path,
-		Headers: headers,
-		// The host encodes the standard body (or forwards the caller's own
-		// bytes when nothing changed) and sets our members on it.
-		BodyMode:        wire.BodyNative,
-		BodyDialect:     wire.DialectOpenAI,
-		BodyMerge:       merge,
-		Stream:          in.Request.Stream,
-		ResponseDialect: wire.DialectOpenAI,
-		// Every successful answer comes to decode for a verdict first,
-		// whenever there is something to check: the no-log headers (a
-		// stream's included, before its first byte is relayed) and an
-		// attested model's receipt. With the header check off, a private
-		// model's answer has nothing to verify, and skipping the call saves
-		// a trip into the plugin.
-		VerifySuccess: cfg.requireHeaders || t != tierPrivate,
-	}
+	// Every successful answer comes to decode for a verdict first,
+	// whenever there is something to check: the no-log headers (a
+	// stream's included, before its first byte is relayed) and an
+	// attested model's receipt. With the header check off, a private
+	// model's answer has nothing to verify, and skipping the call saves a
+	// trip into the plugin.
+	call.VerifySuccess = cfg.requireHeaders || t != tierPrivate
+	res.Call = call
 	return nil
 }
 
