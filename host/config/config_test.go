@@ -899,7 +899,7 @@ input_price = "0.5"
 		len(pr.Catalog) != 1 || pr.Catalog[0].ID != "m-1" || len(pr.Subsystems) != 1 {
 		t.Fatalf("%+v", pr)
 	}
-	d := pr.Description()
+	d := pr.Overlay(routing.ProviderDescription{}) // what a plugin without describe() is known by
 	if d.ID != "a" || len(d.Models) != 1 || d.Models[0].InputPrice != 0.5 {
 		t.Fatalf("description %+v", d)
 	}

@@ -143,8 +143,3 @@ func (p *Provider) Overlay(d routing.ProviderDescription) routing.ProviderDescri
 	return d
 }
 
-// Description is what the intent resolver knows about the provider: its
-// traits, its catalog and the globs of explicit models it serves.
-func (p *Provider) Description() routing.ProviderDescription {
-	return p.Overlay(routing.ProviderDescription{})
-}
