@@ -142,4 +142,3 @@ func (p *Provider) Overlay(d routing.ProviderDescription) routing.ProviderDescri
 	}
 	return d
 }
-
