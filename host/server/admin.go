@@ -57,15 +57,8 @@ type flushRequest struct {
 //
 // The answer is {"layer":…,"scope":…,"tenant":…,"deleted":<keys>}.
 func (sv *Server) cacheFlush(ctx *fasthttp.RequestCtx) {
-	reply := func(status int, body any) {
-		b, _ := json.Marshal(body)
-		ctx.SetStatusCode(status)
-		ctx.SetContentType("application/json")
-		ctx.SetBody(b)
-	}
-	fail := func(status int, msg string) {
-		reply(status, map[string]any{"error": map[string]string{"message": msg}})
-	}
+	reply := func(status int, body any) { adminReply(ctx, status, body) }
+	fail := func(status int, msg string) { adminFail(ctx, status, msg) }
 
 	if !ctx.IsPost() {
 		ctx.Response.Header.Set("Allow", "POST")
@@ -73,7 +66,7 @@ func (sv *Server) cacheFlush(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if !sv.adminAuthorized(ctx) {
-		fail(401, "admin endpoints need Authorization: Bearer <admin token>")
+		fail(401, errAdminToken)
 		return
 	}
 	if sv.Admin.KV == nil {
@@ -121,6 +114,23 @@ func (sv *Server) cacheFlush(ctx *fasthttp.RequestCtx) {
 	reply(200, map[string]any{"layer": req.Layer, "scope": req.Scope, "tenant": req.Tenant, "deleted": n})
 }
 
+const errAdminToken = "admin endpoints need Authorization: Bearer <admin token>"
+
+// adminGET admits an authorized GET, answering anything else (401, then
+// 405 with Allow); false: the request was answered.
+func (sv *Server) adminGET(ctx *fasthttp.RequestCtx) bool {
+	if !sv.adminAuthorized(ctx) {
+		adminFail(ctx, 401, errAdminToken)
+		return false
+	}
+	if !ctx.IsGet() {
+		ctx.Response.Header.Set("Allow", "GET")
+		adminFail(ctx, 405, "use GET on "+string(ctx.Path()))
+		return false
+	}
+	return true
+}
+
 func (sv *Server) adminAuthorized(ctx *fasthttp.RequestCtx) bool {
 	auth := ctx.Request.Header.Peek("Authorization")
 	want := "Bearer " + sv.Admin.Token
@@ -145,7 +155,7 @@ func adminFail(ctx *fasthttp.RequestCtx, status int, msg string) {
 // change.
 func (sv *Server) regime(ctx *fasthttp.RequestCtx) {
 	if !sv.adminAuthorized(ctx) {
-		adminFail(ctx, 401, "admin endpoints need Authorization: Bearer <admin token>")
+		adminFail(ctx, 401, errAdminToken)
 		return
 	}
 	switch {
@@ -171,13 +181,7 @@ func (sv *Server) regime(ctx *fasthttp.RequestCtx) {
 // healthReport answers GET /admin/health: every provider's circuit state,
 // window counts and latency percentiles (host/health.Snapshot).
 func (sv *Server) healthReport(ctx *fasthttp.RequestCtx) {
-	if !sv.adminAuthorized(ctx) {
-		adminFail(ctx, 401, "admin endpoints need Authorization: Bearer <admin token>")
-		return
-	}
-	if !ctx.IsGet() {
-		ctx.Response.Header.Set("Allow", "GET")
-		adminFail(ctx, 405, "use GET on /admin/health")
+	if !sv.adminGET(ctx) {
 		return
 	}
 	if sv.Admin.Health == nil {
@@ -199,13 +203,7 @@ const maxEventsWait = 30 * time.Second
 // counts events the reader fell too far behind to get (the log keeps the
 // last 4,096).
 func (sv *Server) events(ctx *fasthttp.RequestCtx) {
-	if !sv.adminAuthorized(ctx) {
-		adminFail(ctx, 401, "admin endpoints need Authorization: Bearer <admin token>")
-		return
-	}
-	if !ctx.IsGet() {
-		ctx.Response.Header.Set("Allow", "GET")
-		adminFail(ctx, 405, "use GET on /admin/events")
+	if !sv.adminGET(ctx) {
 		return
 	}
 	args := ctx.QueryArgs()
