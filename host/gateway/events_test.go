@@ -49,28 +49,7 @@ func getEvents(t *testing.T, g *testgateway.Gateway, query, token string) (int, 
 // (provider:fallback), each intent resolution with what it compromised
 // (provider:resolved), read by sequence number, optionally by long poll.
 func TestEventsForOperators(t *testing.T) {
-	primary := fakeupstream.New(fakeupstream.WithAPIKey(upKey))
-	backup := fakeupstream.New(fakeupstream.WithAPIKey(upKey))
-	t.Cleanup(primary.Close)
-	t.Cleanup(backup.Close)
-	cfg := `
-[[provider]]
-name = "primary"
-plugin = "openai-compatible.wasm"
-base_url = "` + primary.URL() + `/v1"
-credential = "env:UP_KEY"
-models = ["gpt-*"]
-trusted = true
-
-[[provider]]
-name = "backup"
-plugin = "openai-compatible.wasm"
-base_url = "` + backup.URL() + `/v1"
-credential = "env:UP_KEY"
-models = ["gpt-*"]
-trusted = true
-` + simOnly
-	g := testgateway.Start(t, cfg, testgateway.Options{Env: map[string]string{"UP_KEY": upKey}, AdminToken: "adm"})
+	g, primary, _ := startPrimaryBackup(t, testgateway.Options{AdminToken: "adm"})
 
 	if code, _ := getEvents(t, g, "", ""); code != 401 {
 		t.Fatalf("without the admin token: %d", code)

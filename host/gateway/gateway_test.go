@@ -569,11 +569,11 @@ func TestStreamHeartbeatAndDisconnect(t *testing.T) {
 	}
 }
 
-// Failover: a transient failure is retried once on the same provider, then
-// the next provider serving the model takes over; a stream that fails before
-// its first byte fails over invisibly; the simulator never takes over a real
-// provider's request.
-func TestFailover(t *testing.T) {
+// startPrimaryBackup serves gpt-* from two OpenAI-compatible providers, each
+// its own fake upstream, then the simulator (which never takes over a
+// failed request). opts.Env gets the fakes' key.
+func startPrimaryBackup(t *testing.T, opts testgateway.Options) (*testgateway.Gateway, *fakeupstream.Server, *fakeupstream.Server) {
+	t.Helper()
 	primary := fakeupstream.New(fakeupstream.WithAPIKey(upKey))
 	backup := fakeupstream.New(fakeupstream.WithAPIKey(upKey))
 	t.Cleanup(primary.Close)
@@ -594,8 +594,17 @@ base_url = "` + backup.URL() + `/v1"
 credential = "env:UP_KEY"
 models = ["gpt-*"]
 trusted = true
-` + simOnly
-	g := testgateway.Start(t, strings.Replace(cfg, `models = ["*"]`, `models = ["*"]`+"\nfailover = false", 1), testgateway.Options{Env: map[string]string{"UP_KEY": upKey}})
+` + simOnly + "failover = false\n"
+	opts.Env = map[string]string{"UP_KEY": upKey}
+	return testgateway.Start(t, cfg, opts), primary, backup
+}
+
+// Failover: a transient failure is retried once on the same provider, then
+// the next provider serving the model takes over; a stream that fails before
+// its first byte fails over invisibly; the simulator never takes over a real
+// provider's request.
+func TestFailover(t *testing.T) {
+	g, primary, backup := startPrimaryBackup(t, testgateway.Options{})
 	body := `{"model":"gpt-4o","messages":[{"role":"user","content":"hello"}]}`
 
 	// One 503: the retry on the same provider answers.
