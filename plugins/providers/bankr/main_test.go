@@ -29,16 +29,16 @@ func TestDescribe(t *testing.T) {
 		CatalogURL: "/models",
 		Policy:     routing.Policy{Subsystems: []string{"autonomous", "social"}},
 	}
-	if d := compattest.Describe(t); !reflect.DeepEqual(d, want) {
+	if d := plugintest.ProviderDescription(t); !reflect.DeepEqual(d, want) {
 		t.Fatalf("description\n got %+v\nwant %+v", d, want)
 	}
 
 	plugintest.New(t, `{"subsystems":["autonomous","social","operator"]}`)
-	if d := compattest.Describe(t); !reflect.DeepEqual(d.Policy.Subsystems, []string{"autonomous", "social", "operator"}) {
+	if d := plugintest.ProviderDescription(t); !reflect.DeepEqual(d.Policy.Subsystems, []string{"autonomous", "social", "operator"}) {
 		t.Fatalf("configured subsystems %v", d.Policy.Subsystems)
 	}
 	plugintest.New(t, `{"subsystems":[]}`)
-	if d := compattest.Describe(t); len(d.Policy.Subsystems) != 0 {
+	if d := plugintest.ProviderDescription(t); len(d.Policy.Subsystems) != 0 {
 		t.Fatalf("an empty list must lift the gate, got %v", d.Policy.Subsystems)
 	}
 }
@@ -48,7 +48,7 @@ func TestDescribe(t *testing.T) {
 // reported its wallet, only within its budget.
 func TestDescriptionRoutes(t *testing.T) {
 	plugintest.New(t, "")
-	d := compattest.Describe(t)
+	d := plugintest.ProviderDescription(t)
 	d.ID = "bankr"
 	d.Models = []routing.ModelInfo{{ID: "claude-opus-4.6", Quality: routing.Maximum, InputPrice: 5, OutputPrice: 25},
 		{ID: "gemini-3-flash", Quality: routing.Low, InputPrice: 0.5, OutputPrice: 3}}

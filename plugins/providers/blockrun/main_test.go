@@ -27,7 +27,7 @@ func TestDescribe(t *testing.T) {
 		Params:     routing.StyleByFamily,
 		CatalogURL: "/models",
 	}
-	if d := compattest.Describe(t); !reflect.DeepEqual(d, want) {
+	if d := plugintest.ProviderDescription(t); !reflect.DeepEqual(d, want) {
 		t.Fatalf("description\n got %+v\nwant %+v", d, want)
 	}
 }

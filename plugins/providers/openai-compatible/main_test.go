@@ -25,7 +25,7 @@ func TestDefaults(t *testing.T) {
 		c.BodyMode != wire.BodyNative || c.ResponseDialect != wire.DialectOpenAI {
 		t.Fatalf("call %+v", c)
 	}
-	if d := compattest.Describe(t); !reflect.DeepEqual(d, &routing.ProviderDescription{}) {
+	if d := plugintest.ProviderDescription(t); !reflect.DeepEqual(d, &routing.ProviderDescription{}) {
 		t.Fatalf("description %+v: pipeline.toml says what the server is", d)
 	}
 }
@@ -39,7 +39,7 @@ func TestConfig(t *testing.T) {
 	if c := encodeCall(t, h); c.URL != "http://127.0.0.1:8000/v1/v2/chat" || !reflect.DeepEqual(c.Headers, want) {
 		t.Fatalf("call %s %+v", c.URL, c.Headers)
 	}
-	if d := compattest.Describe(t); d.Params != routing.StyleOpenAI || d.CatalogURL != "/models" {
+	if d := plugintest.ProviderDescription(t); d.Params != routing.StyleOpenAI || d.CatalogURL != "/models" {
 		t.Fatalf("description %+v", d)
 	}
 	compattest.Refused(t, `{"organization":"org-123"}`, map[string]string{

@@ -39,7 +39,7 @@ func encodeCall(t *testing.T, h *plugintest.Host, model string, stream bool) *wi
 
 func TestDescribe(t *testing.T) {
 	plugintest.New(t, "")
-	d := compattest.Describe(t)
+	d := plugintest.ProviderDescription(t)
 	want := &routing.ProviderDescription{
 		Traits:     routing.Traits{Payment: routing.PaymentPrepaid, ContextEngineering: true},
 		Params:     routing.StyleOpenRouter,
@@ -165,7 +165,7 @@ func TestResolveVariants(t *testing.T) {
 		{"explicit model", intent(func(in *routing.Intent) { in.Subsystem, in.Model = "operator", "anthropic/claude-opus-4.6" }),
 			"anthropic/claude-opus-4.6", "anthropic/claude-opus-4.6"},
 	} {
-		got := compattest.Resolve(t, tc.in, standard(tc.model))
+		got := plugintest.Resolve(t, tc.in, standard(tc.model))
 		if got == nil {
 			t.Fatalf("%s: no answer", tc.name)
 		}
@@ -180,7 +180,7 @@ func TestResolveVariants(t *testing.T) {
 		t.Errorf("metrics %v", h.Metrics)
 	}
 	// No standard answer: no answer (the rule never invents a model).
-	if got := compattest.Resolve(t, subsystem(t, "operator"), nil); got != nil {
+	if got := plugintest.Resolve(t, subsystem(t, "operator"), nil); got != nil {
 		t.Fatalf("answered %+v without a standard answer", got)
 	}
 }
@@ -196,14 +196,14 @@ func TestResolveConfigured(t *testing.T) {
 		"heartbeat_t0": "x/m", // cost 1.0, but the cost rule is off
 		"dream":        "x/m", // no longer named
 	} {
-		if got := compattest.Resolve(t, subsystem(t, sub), standard("x/m")); got == nil || got.Model != want {
+		if got := plugintest.Resolve(t, subsystem(t, sub), standard("x/m")); got == nil || got.Model != want {
 			t.Errorf("%s: %+v, want model %s", sub, got, want)
 		}
 	}
 
 	plugintest.New(t, `{"variants":{"enabled":false}}`)
 	for _, sub := range []string{"operator", "dream", "heartbeat_t0"} {
-		if got := compattest.Resolve(t, subsystem(t, sub), standard("x/m")); got == nil || got.Model != "x/m" {
+		if got := plugintest.Resolve(t, subsystem(t, sub), standard("x/m")); got == nil || got.Model != "x/m" {
 			t.Errorf("variants off, %s: %+v", sub, got)
 		}
 	}
