@@ -26,7 +26,7 @@ func ErrorFromResponse(provider string, status int64, headers []wire.KV, body []
 	case status == 429 || status == 529 || status >= 500:
 		e.Retryable = true
 	}
-	if ra := header(headers, "retry-after"); ra != "" {
+	if ra := wire.Header(headers, "retry-after"); ra != "" {
 		if secs, err := strconv.ParseFloat(ra, 64); err == nil && secs >= 0 {
 			e.RetryAfterMs = int64(secs * 1000)
 		} else if t, err := time.Parse(time.RFC1123, ra); err == nil {
@@ -104,13 +104,4 @@ func upstreamMessage(body []byte) string {
 		msg = msg[:maxUpstreamMessage] + "…"
 	}
 	return msg
-}
-
-func header(hs []wire.KV, name string) string {
-	for _, h := range hs {
-		if strings.EqualFold(h.Key, name) {
-			return h.Value
-		}
-	}
-	return ""
 }

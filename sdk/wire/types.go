@@ -1,9 +1,22 @@
 package wire
 
+import "strings"
+
 // KV is an ordered key/value pair (headers, annotations, metric labels).
 type KV struct {
 	Key   string
 	Value string
+}
+
+// Header returns the value of the first pair named name, ignoring ASCII case
+// as HTTP header names do; "" when there is none.
+func Header(kvs []KV, name string) string {
+	for i := range kvs {
+		if strings.EqualFold(kvs[i].Key, name) {
+			return kvs[i].Value
+		}
+	}
+	return ""
 }
 
 // Dialect names an HTTP API wire format.

@@ -48,15 +48,6 @@ func jsonEq(t *testing.T, what string, v any, want string) {
 	}
 }
 
-func header(hs []wire.KV, k string) string {
-	for _, h := range hs {
-		if strings.EqualFold(h.Key, k) {
-			return h.Value
-		}
-	}
-	return ""
-}
-
 func TestDescribe(t *testing.T) {
 	h := plugintest.New(t, `{}`)
 	if d := h.Describe(); d.Name != "gemini" || d.Kind != "provider" || d.ABI != plugin.ABIVersion {
@@ -80,7 +71,7 @@ func TestEncodeRequest(t *testing.T) {
 	if call.BodyMode != wire.BodyRaw || call.ResponseDialect != wire.DialectNone || call.Stream {
 		t.Fatalf("call modes %+v", call)
 	}
-	if header(call.Headers, "x-goog-api-key") != "${credential}" || header(call.Headers, "Content-Type") != "application/json" ||
+	if wire.Header(call.Headers, "x-goog-api-key") != "${credential}" || wire.Header(call.Headers, "Content-Type") != "application/json" ||
 		strings.Contains(call.URL, "key=") {
 		t.Fatalf("auth %v %s", call.Headers, call.URL)
 	}
@@ -95,7 +86,7 @@ func TestEncodeRequest(t *testing.T) {
 	req.Stream = true
 	call, _ = encodeBody(t, h, req)
 	if call.URL != "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse" ||
-		!call.Stream || header(call.Headers, "Accept") != "text/event-stream" {
+		!call.Stream || wire.Header(call.Headers, "Accept") != "text/event-stream" {
 		t.Fatalf("stream call %s %v", call.URL, call.Headers)
 	}
 
@@ -113,7 +104,7 @@ func TestEncodeRequest(t *testing.T) {
 
 	h = plugintest.New(t, `{"api_version":"v1","headers":{"X-Goog-User-Project":"p1"}}`)
 	call, _ = encodeBody(t, h, wire.Request{Messages: []wire.Message{user(text("x"))}})
-	if !strings.Contains(call.URL, "/v1/models/") || header(call.Headers, "X-Goog-User-Project") != "p1" {
+	if !strings.Contains(call.URL, "/v1/models/") || wire.Header(call.Headers, "X-Goog-User-Project") != "p1" {
 		t.Fatalf("config: %s %v", call.URL, call.Headers)
 	}
 

@@ -60,8 +60,8 @@ func TestEncodePreferences(t *testing.T) {
 		c.ResponseDialect != wire.DialectOpenAI || len(c.Body) != 0 {
 		t.Fatalf("call %+v", c)
 	}
-	if compattest.Header(c.Headers, "Authorization") != "Bearer ${credential}" || compattest.Header(c.Headers, "HTTP-Referer") != "https://bardo.example" ||
-		compattest.Header(c.Headers, "X-Title") != "Bardo Inference" {
+	if wire.Header(c.Headers, "Authorization") != "Bearer ${credential}" || wire.Header(c.Headers, "HTTP-Referer") != "https://bardo.example" ||
+		wire.Header(c.Headers, "X-Title") != "Bardo Inference" {
 		t.Fatalf("headers %+v", c.Headers)
 	}
 	full := `{"provider":{"sort":"price","order":["anthropic","openai"],"allow_fallbacks":false,"data_collection":"deny",
@@ -90,7 +90,7 @@ func TestEncodeSortObjectOnly(t *testing.T) {
 func TestEncodeWithoutPreferences(t *testing.T) {
 	h := plugintest.New(t, "")
 	c := encodeCall(t, h, "openai/gpt-4o", true)
-	if c.BodyMerge != nil || compattest.Header(c.Headers, "X-Title") != "" || !c.Stream || compattest.Header(c.Headers, "Accept") != "text/event-stream" {
+	if c.BodyMerge != nil || wire.Header(c.Headers, "X-Title") != "" || !c.Stream || wire.Header(c.Headers, "Accept") != "text/event-stream" {
 		t.Fatalf("call %+v", c)
 	}
 }

@@ -95,15 +95,6 @@ func veniceParamsOf(t *testing.T, body map[string]any) map[string]any {
 	return vp
 }
 
-func header(hs []wire.KV, k string) string {
-	for _, h := range hs {
-		if strings.EqualFold(h.Key, k) {
-			return h.Value
-		}
-	}
-	return ""
-}
-
 func TestDescribe(t *testing.T) {
 	h := plugintest.New(t, `{}`)
 	d := h.Describe()
@@ -129,8 +120,8 @@ func TestEncodeCall(t *testing.T) {
 	if call.ResponseDialect != wire.DialectOpenAI || !call.VerifySuccess {
 		t.Fatalf("response dialect %v, verify %v: the host would decode without the adapter seeing the headers", call.ResponseDialect, call.VerifySuccess)
 	}
-	if header(call.Headers, "Authorization") != "Bearer ${credential}" || header(call.Headers, "X-Title") != "Bardo" ||
-		header(call.Headers, headerAttestation) != "" {
+	if wire.Header(call.Headers, "Authorization") != "Bearer ${credential}" || wire.Header(call.Headers, "X-Title") != "Bardo" ||
+		wire.Header(call.Headers, headerAttestation) != "" {
 		t.Fatalf("headers %v", call.Headers)
 	}
 	// Only Venice's members: model, messages, temperature are the host's
@@ -376,7 +367,7 @@ func TestE2EERefusals(t *testing.T) {
 
 	// A clean E2EE request goes out attested (with the opt-in)...
 	call, body = encodeOK(t, h, input("e2ee-qwen3-30b", hello()))
-	if header(call.Headers, headerAttestation) != "required" || veniceParamsOf(t, body)["enable_web_search"] != "off" {
+	if wire.Header(call.Headers, headerAttestation) != "required" || veniceParamsOf(t, body)["enable_web_search"] != "off" {
 		t.Fatalf("clean e2ee request: %v %v", call.Headers, body)
 	}
 	// ...and is refused without it: the adapter does not encrypt.
@@ -394,16 +385,16 @@ func TestTEEEncode(t *testing.T) {
 	h := plugintest.New(t, `{}`)
 	in := input("tee-deepseek-r1", hello())
 	call, _ := encodeOK(t, h, in)
-	if header(call.Headers, headerAttestation) != "required" {
+	if wire.Header(call.Headers, headerAttestation) != "required" {
 		t.Fatalf("headers %v", call.Headers)
 	}
-	nonce := header(call.Headers, headerAttestationNonce)
+	nonce := wire.Header(call.Headers, headerAttestationNonce)
 	if len(nonce) != 32 || nonce != attestationNonce(in.Meta.RequestID) || strings.Contains(nonce, in.Meta.RequestID) {
 		t.Fatalf("nonce %q", nonce)
 	}
 	other := input("tee-deepseek-r1", hello())
 	other.Meta.RequestID = "req_ffffffffffffffffffffffff"
-	if call2, _ := encodeOK(t, h, other); header(call2.Headers, headerAttestationNonce) == nonce {
+	if call2, _ := encodeOK(t, h, other); wire.Header(call2.Headers, headerAttestationNonce) == nonce {
 		t.Fatalf("two requests share the nonce %q", nonce)
 	}
 	in.Meta.RequestID = ""
@@ -422,7 +413,7 @@ func TestStreams(t *testing.T) {
 	in := input("llama-3.3-70b", stream)
 	in.Request.Extra = []byte(`{"stream_options":{"include_usage":false,"continuous_usage_stats":true}}`)
 	call, body := encodeOK(t, h, in)
-	if !call.Stream || call.ResponseDialect != wire.DialectOpenAI || !call.VerifySuccess || header(call.Headers, "Accept") != "text/event-stream" {
+	if !call.Stream || call.ResponseDialect != wire.DialectOpenAI || !call.VerifySuccess || wire.Header(call.Headers, "Accept") != "text/event-stream" {
 		t.Fatalf("stream call %+v", call)
 	}
 	// Usage is always asked for (the gateway accounts it); the caller's

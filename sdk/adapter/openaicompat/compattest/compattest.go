@@ -28,17 +28,6 @@ func Encode(tb testing.TB, h *plugintest.Host, route wire.Route, stream bool) *w
 	return res.Call
 }
 
-// Header returns the value of the header name in hs (case-insensitive), ""
-// when absent.
-func Header(hs []wire.KV, name string) string {
-	for _, h := range hs {
-		if strings.EqualFold(h.Key, name) {
-			return h.Value
-		}
-	}
-	return ""
-}
-
 // JSONEq fails tb unless got and want are the same JSON value.
 func JSONEq(tb testing.TB, what string, got []byte, want string) {
 	tb.Helper()
