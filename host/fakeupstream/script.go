@@ -81,6 +81,7 @@ type Behaviour struct {
 // may be combined, e.g. "hello fake:thinking fake:cached=100 fake:drip=5ms".
 const (
 	PhraseTool       = "fake:tool"        // tool call; "fake:tool=<name>" sets ToolName
+	PhraseArgs       = "fake:args"        // "fake:args=<JSON object without spaces>": the tool call's arguments
 	PhraseThinking   = "fake:thinking"    // thinking / reasoning_content
 	PhraseLatency    = "fake:latency"     // "fake:latency=<Go duration>"
 	PhraseDrip       = "fake:drip"        // "fake:drip=<Go duration>" per stream frame
@@ -217,6 +218,10 @@ func parsePhrases(text string) (b Behaviour, ok bool) {
 		switch name {
 		case PhraseTool:
 			b.ToolCall, b.ToolName = true, val
+		case PhraseArgs:
+			// Real agents' tools need real arguments (a file path), which
+			// the default {"query": …} does not give them.
+			b.ToolArguments = val
 		case PhraseThinking:
 			b.Thinking = true
 		case PhraseLatency:

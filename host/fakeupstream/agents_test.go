@@ -1,0 +1,26 @@
+package fakeupstream
+
+import (
+	"net/http"
+	"testing"
+)
+
+// Real agents' tools need real arguments: fake:args gives the tool call
+// exactly the JSON written after it, in both dialects.
+func TestPhraseArgs(t *testing.T) {
+	s := newServer(t)
+	const args = `{"file_path":"/tmp/agent/note.txt"}`
+	prompt := "read the note fake:tool=Read fake:args=" + args
+
+	m := jsonBody(t, post(t, s.URL()+"/v1/chat/completions", openAIHeaders(), chatWith(prompt, false)), http.StatusOK)
+	call := obj(t, m, "choices", 0, "message", "tool_calls", 0, "function")
+	if str(t, call, "name") != "Read" || str(t, call, "arguments") != args {
+		t.Fatalf("OpenAI tool call %v", call)
+	}
+
+	m = jsonBody(t, post(t, s.URL()+"/v1/messages", anthropicHeaders(), chatWith(prompt, false)), http.StatusOK)
+	use := obj(t, m, "content", 0)
+	if str(t, use, "type") != "tool_use" || str(t, use, "name") != "Read" || str(t, use, "input", "file_path") != "/tmp/agent/note.txt" {
+		t.Fatalf("Anthropic tool_use %v", use)
+	}
+}
