@@ -256,6 +256,10 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request, body 
 		return
 	}
 	rep := buildReply(b, lastUser, prompt, firstTool, *req.MaxTokens, "toolu_01")
+	if msg := s.cfg.pcache.anthropic(req.Model, body, &rep); msg != "" {
+		anthropicError(w, http.StatusBadRequest, "invalid_request_error", msg)
+		return
+	}
 
 	stop := "end_turn"
 	switch {

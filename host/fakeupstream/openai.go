@@ -263,6 +263,7 @@ func (s *Server) openAIChat(w http.ResponseWriter, r *http.Request, body []byte)
 		return
 	}
 	rep := buildReply(b, lastUser, all.String(), firstTool, pick(req.MaxTokens, req.MaxCompletionTokens), "call_")
+	s.cfg.pcache.openAI(req.Model, body, &rep)
 
 	w.Header().Set("x-request-id", newID("req_", 32))
 	id, created := newID("chatcmpl-", 29), time.Now().Unix()

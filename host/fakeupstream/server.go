@@ -62,6 +62,7 @@ type config struct {
 	apiKey   string
 	models   []string
 	fallback Behaviour
+	pcache   *promptCache // WithPromptCaching (promptcache.go)
 }
 
 // Option configures a Server.
