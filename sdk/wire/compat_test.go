@@ -39,3 +39,78 @@ func TestAppendedFieldsCompat(t *testing.T) {
 		t.Fatalf("v1.2 stream input: %v %+v", err, gi)
 	}
 }
+
+// TestRequestExtrasSection: the nested Extra members (v1.4) round-trip in
+// LayerRequest, LayerResult and EncodeInput, only for the parts sent; a
+// request without any encodes exactly as a v1.3 peer wrote it, and a v1.3
+// message decodes with them nil.
+func TestRequestExtrasSection(t *testing.T) {
+	req := Request{
+		Model:  "m",
+		System: []Block{{Type: BlockText, Text: "s", Extra: []byte(`{"citations":null}`)}},
+		Messages: []Message{
+			{Role: "user", Content: []Block{{Type: BlockText, Text: "hi"}, {Type: BlockText, Text: "x", Extra: []byte(`{"k":1}`)}}},
+			{Role: "system", Extra: []byte(`{"cache_control":{"type":"ephemeral"}}`), Content: []Block{{Type: BlockText, Text: "be brief"}}},
+		},
+		Tools: []Tool{{Name: "a"}, {Name: "b", Extra: []byte(`{"defer_loading":true}`)}},
+	}
+	var e Encoder
+	EncodeLayerRequest(&e, &Meta{}, &req, PartAll)
+	var lr LayerRequest
+	if err := lr.Decode(append([]byte(nil), e.Bytes()...)); err != nil {
+		t.Fatal(err)
+	}
+	r := &lr.Request
+	if string(r.System[0].Extra) != `{"citations":null}` || r.Messages[0].Content[0].Extra != nil ||
+		string(r.Messages[0].Content[1].Extra) != `{"k":1}` || string(r.Messages[1].Extra) != `{"cache_control":{"type":"ephemeral"}}` ||
+		r.Tools[0].Extra != nil || string(r.Tools[1].Extra) != `{"defer_loading":true}` {
+		t.Fatalf("layer request extras: %+v", r)
+	}
+
+	// Only the parts sent carry their section; tools alone here.
+	EncodeLayerRequest(&e, &Meta{}, &req, PartTools)
+	lr = LayerRequest{}
+	if err := lr.Decode(append([]byte(nil), e.Bytes()...)); err != nil || string(lr.Request.Tools[1].Extra) != `{"defer_loading":true}` {
+		t.Fatalf("tools only: %v %+v", err, lr.Request.Tools)
+	}
+
+	res := LayerResult{Patched: PartMessages | PartTools, Request: req, Annotations: []KV{{Key: "k", Value: "v"}}}
+	res.Encode(&e)
+	var got LayerResult
+	if err := got.Decode(append([]byte(nil), e.Bytes()...)); err != nil || string(got.Request.Tools[1].Extra) != `{"defer_loading":true}` ||
+		string(got.Request.Messages[1].Extra) != `{"cache_control":{"type":"ephemeral"}}` || got.Annotations[0].Value != "v" {
+		t.Fatalf("layer result: %v %+v", err, got.Request)
+	}
+
+	in := EncodeInput{Request: req, Pristine: true}
+	in.Encode(&e)
+	var gi EncodeInput
+	if err := gi.Decode(append([]byte(nil), e.Bytes()...)); err != nil || !gi.Pristine || string(gi.Request.Messages[0].Content[1].Extra) != `{"k":1}` {
+		t.Fatalf("encode input: %v %+v", err, gi.Request)
+	}
+
+	// Without nested extras nothing is appended: the v1.3 bytes.
+	plain := Request{Model: "m", Messages: []Message{{Role: "user", Content: []Block{{Type: BlockText, Text: "hi"}}}}, Tools: []Tool{{Name: "a"}}}
+	EncodeLayerRequest(&e, &Meta{}, &plain, PartAll)
+	withSection := len(e.Bytes())
+	var v13 Encoder
+	v13.Reset()
+	v13.meta(&Meta{})
+	v13.requestParts(&plain, PartAll)
+	if withSection != len(v13.Bytes()) {
+		t.Fatalf("a request without nested extras grew from %d to %d bytes", len(v13.Bytes()), withSection)
+	}
+	// A v1.3 peer's message with messages: decodes, extras nil.
+	v13.Reset()
+	v13.meta(&Meta{})
+	v13.requestParts(&req, PartAll)
+	lr = LayerRequest{}
+	if err := lr.Decode(v13.Bytes()); err != nil || lr.Request.Tools[1].Extra != nil || lr.Request.Messages[1].Extra != nil {
+		t.Fatalf("v1.3 layer request: %v %+v", err, lr.Request)
+	}
+	// A section of an unknown version is an error, not a misreading.
+	bad := append(append([]byte(nil), v13.Bytes()...), 2)
+	if err := (&LayerRequest{}).Decode(bad); err == nil {
+		t.Fatal("unknown extras section version accepted")
+	}
+}

@@ -1,5 +1,7 @@
 package wire
 
+import "fmt"
+
 // This file holds the hand-written encoders and decoders of every ABI message.
 // Field order is the format: append new fields only at the end of a message and
 // bump FormatVersion for anything else (see docs/abi.md, "Compatibility").
@@ -212,6 +214,103 @@ func (d *Decoder) requestParts(r *Request) Part {
 	return parts
 }
 
+// nestedExtras reports whether any Extra below the top level of the parts
+// in mask is set.
+func nestedExtras(r *Request, parts Part) bool {
+	has := func(bs []Block) bool {
+		for i := range bs {
+			if len(bs[i].Extra) > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	if parts&PartSystem != 0 && has(r.System) {
+		return true
+	}
+	if parts&PartMessages != 0 {
+		for i := range r.Messages {
+			if len(r.Messages[i].Extra) > 0 || has(r.Messages[i].Content) {
+				return true
+			}
+		}
+	}
+	if parts&PartTools != 0 {
+		for i := range r.Tools {
+			if len(r.Tools[i].Extra) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// requestExtras writes the Extra members of the system blocks, messages,
+// their blocks and the tools of the parts in mask (ABI v1.4): a section
+// appended after the last field of LayerRequest, LayerResult and
+// EncodeInput, so that earlier peers stop reading before it. It is a
+// version varint (1) and, in the order of requestParts, one raw value per
+// element: the counts are those already written. Nothing at all is written
+// when no element has any, so requests without unknown members encode as
+// before, byte for byte.
+func (e *Encoder) requestExtras(r *Request, parts Part) {
+	if !nestedExtras(r, parts) {
+		return
+	}
+	e.Uint(1)
+	if parts&PartSystem != 0 {
+		for i := range r.System {
+			e.Raw(r.System[i].Extra)
+		}
+	}
+	if parts&PartMessages != 0 {
+		for i := range r.Messages {
+			m := &r.Messages[i]
+			e.Raw(m.Extra)
+			for j := range m.Content {
+				e.Raw(m.Content[j].Extra)
+			}
+		}
+	}
+	if parts&PartTools != 0 {
+		for i := range r.Tools {
+			e.Raw(r.Tools[i].Extra)
+		}
+	}
+}
+
+// requestExtras reads what Encoder.requestExtras wrote, when it is there.
+func (d *Decoder) requestExtras(r *Request, parts Part) {
+	if !d.More() {
+		return
+	}
+	if v := d.Uint(); v != 1 {
+		if d.err == nil {
+			d.fail(fmt.Errorf("wire: request extras section version %d, this side understands 1", v))
+		}
+		return
+	}
+	if parts&PartSystem != 0 {
+		for i := range r.System {
+			r.System[i].Extra = d.Raw()
+		}
+	}
+	if parts&PartMessages != 0 {
+		for i := range r.Messages {
+			m := &r.Messages[i]
+			m.Extra = d.Raw()
+			for j := range m.Content {
+				m.Content[j].Extra = d.Raw()
+			}
+		}
+	}
+	if parts&PartTools != 0 {
+		for i := range r.Tools {
+			r.Tools[i].Extra = d.Raw()
+		}
+	}
+}
+
 func (e *Encoder) response(r *Response) {
 	e.String(r.ID)
 	e.String(r.Model)
@@ -318,6 +417,7 @@ func EncodeLayerRequest(e *Encoder, m *Meta, req *Request, parts Part) {
 	e.Reset()
 	e.meta(m)
 	e.requestParts(req, parts)
+	e.requestExtras(req, parts) // v1.4, appended
 }
 
 // Encode writes the layer request with every part of its Request.
@@ -327,7 +427,8 @@ func (x *LayerRequest) Encode(e *Encoder) { EncodeLayerRequest(e, &x.Meta, &x.Re
 func (x *LayerRequest) Decode(b []byte) error {
 	d := NewDecoder(b)
 	d.meta(&x.Meta)
-	d.requestParts(&x.Request)
+	parts := d.requestParts(&x.Request)
+	d.requestExtras(&x.Request, parts)
 	return d.Err()
 }
 
@@ -340,6 +441,7 @@ func (x *LayerResult) Encode(e *Encoder) {
 	e.optError(x.Error)
 	e.KVs(x.Headers)
 	e.KVs(x.Annotations)
+	e.requestExtras(&x.Request, x.Patched) // v1.4, appended
 }
 
 // Decode reads a layer result.
@@ -351,6 +453,7 @@ func (x *LayerResult) Decode(b []byte) error {
 	x.Error = d.optError()
 	x.Headers = d.KVs()
 	x.Annotations = d.KVs()
+	d.requestExtras(&x.Request, x.Patched)
 	return d.Err()
 }
 
@@ -437,6 +540,7 @@ func EncodeEncodeInput(e *Encoder, m *Meta, r *Route, req *Request, parts Part, 
 	e.route(r)
 	e.requestParts(req, parts)
 	e.Bool(pristine)
+	e.requestExtras(req, parts) // v1.4, appended
 }
 
 // Decode reads the encode input.
@@ -444,8 +548,9 @@ func (x *EncodeInput) Decode(b []byte) error {
 	d := NewDecoder(b)
 	d.meta(&x.Meta)
 	d.route(&x.Route)
-	d.requestParts(&x.Request)
+	parts := d.requestParts(&x.Request)
 	x.Pristine = d.Bool()
+	d.requestExtras(&x.Request, parts)
 	return d.Err()
 }
 

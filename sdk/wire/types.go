@@ -98,13 +98,29 @@ type Block struct {
 	Signature    string
 	IsError      bool
 	CacheControl []byte // raw JSON of the block's cache_control, nil when absent
+	// Extra holds the block's members this model has no field for (text
+	// "citations", a tool_use's "caller", …) as a raw JSON object, so a
+	// request a layer rewrote is re-encoded with them. Requests only: it
+	// travels in the appended section of ABI v1.4 (see requestExtras).
+	Extra []byte
 }
 
 // Message is one conversation turn.
+//
+// Role is "user", "assistant" or "system". Leading system (and developer)
+// turns are folded into Request.System and tool turns into tool_result
+// blocks; a "system" message is one that comes later in the conversation
+// (Anthropic's mid-conversation system messages, an OpenAI system or
+// developer message after the first turn), kept in its place. Its blocks are
+// text; a developer message's blocks have Name "developer".
 type Message struct {
-	Role    string // "user", "assistant" ("system"/"tool" turns are folded into System and tool_result blocks)
+	Role    string
 	Content []Block
 	Name    string
+	// Extra holds the message's members this model has no field for
+	// (a system message's cache_control, OpenAI's "refusal", …) as a raw
+	// JSON object (ABI v1.4, see Block.Extra).
+	Extra []byte
 }
 
 // Tool is one tool definition offered to the model.
@@ -113,6 +129,12 @@ type Tool struct {
 	Description  string
 	Schema       []byte // raw JSON Schema of the input
 	CacheControl []byte
+	// Extra holds the tool's other members as a raw JSON object: Claude
+	// Code's "defer_loading", "eager_input_streaming", OpenAI's function
+	// "strict", and an Anthropic server tool's "type" and settings (a tool
+	// whose Extra has a "type" other than "custom" has no input schema).
+	// ABI v1.4, see Block.Extra.
+	Extra []byte
 }
 
 // Params flags say which optional sampling parameters are set.

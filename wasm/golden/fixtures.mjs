@@ -60,6 +60,18 @@ export const request = {
   extra: '{"metadata":{"user_id":"u-1"},"service_tier":"auto"}',
 };
 
+// Unknown members at every nested level (the ABI v1.4 extras section).
+const extrasRequest = {
+  model: 'claude-opus-4-8',
+  system: [{ type: BlockType.Text, text: 'sys', extra: '{"citations":[]}' }],
+  messages: [
+    { role: 'user', content: [{ type: BlockType.Text, text: 'q' }] },
+    { role: 'system', extra: '{"cache_control":{"type":"ephemeral"}}', content: [
+      { type: BlockType.Text, text: 'be brief ✂', extra: '{"x":1}' }] },
+  ],
+  tools: [{ name: 'Read', extra: '{"defer_loading":true}' }, { name: 'Edit' }],
+};
+
 const usage = { inputTokens: 2n ** 53n, outputTokens: 321, cacheReadTokens: -7, cacheWriteTokens: 9223372036854775807n };
 
 export const response = {
@@ -106,6 +118,11 @@ export const fixtures = {
     annotations: [{ key: 'cache.key', value: 'ab12' }],
   }],
   layer_result_continue: [wire.LayerResult, {}],
+  layer_request_extras: [wire.LayerRequest, { meta, request: extrasRequest }],
+  layer_result_extras: [wire.LayerResult, {
+    patched: Part.Messages | Part.Tools,
+    request: { messages: extrasRequest.messages, tools: extrasRequest.tools },
+  }],
   layer_response: [wire.LayerResponse, { meta, response }],
   layer_response_result: [wire.LayerResponseResult,
     { replaced: true, response, headers: [{ key: 'X-Bardo-Filter', value: 'redacted' }] }],

@@ -84,6 +84,19 @@ var request = wire.Request{
 	Extra:  []byte(`{"metadata":{"user_id":"u-1"},"service_tier":"auto"}`),
 }
 
+// extrasRequest carries unknown members at every nested level (the ABI
+// v1.4 section appended to LayerRequest, LayerResult and EncodeInput).
+var extrasRequest = wire.Request{
+	Model:  "claude-opus-4-8",
+	System: []wire.Block{{Type: wire.BlockText, Text: "sys", Extra: []byte(`{"citations":[]}`)}},
+	Messages: []wire.Message{
+		{Role: "user", Content: []wire.Block{{Type: wire.BlockText, Text: "q"}}},
+		{Role: "system", Extra: []byte(`{"cache_control":{"type":"ephemeral"}}`), Content: []wire.Block{
+			{Type: wire.BlockText, Text: "be brief ✂", Extra: []byte(`{"x":1}`)}}},
+	},
+	Tools: []wire.Tool{{Name: "Read", Extra: []byte(`{"defer_loading":true}`)}, {Name: "Edit"}},
+}
+
 var usage = wire.Usage{InputTokens: 1 << 53, OutputTokens: 321, CacheReadTokens: -7, CacheWriteTokens: math.MaxInt64}
 
 var response = wire.Response{
@@ -153,6 +166,9 @@ func fixtures() []fixture {
 			Annotations: []wire.KV{{Key: "cache.key", Value: "ab12"}},
 		}),
 		message("layer_result_continue", &wire.LayerResult{}),
+		message("layer_request_extras", &wire.LayerRequest{Meta: meta, Request: extrasRequest}),
+		message("layer_result_extras", &wire.LayerResult{Patched: wire.PartMessages | wire.PartTools,
+			Request: wire.Request{Messages: extrasRequest.Messages, Tools: extrasRequest.Tools}}),
 		message("layer_response", &wire.LayerResponse{Meta: meta, Response: response}),
 		message("layer_response_result", &wire.LayerResponseResult{Replaced: true, Response: response,
 			Headers: []wire.KV{{Key: "X-Bardo-Filter", Value: "redacted"}}}),

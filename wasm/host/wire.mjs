@@ -276,6 +276,41 @@ function decRequestParts(d) {
   return { parts, request: r };
 }
 
+// requestExtras (ABI v1.4, sdk/wire/messages.go requestExtras): the `extra`
+// raw JSON objects of system blocks, messages, their blocks and tools, in
+// requestParts order, one per element, after a version varint (1). Appended
+// after the last field of LayerRequest, LayerResult and EncodeInput, and
+// written only when some element has one, so requests without any encode as
+// before. Decoded elements get `extra` (null when absent).
+const rawLen = (x) => (x == null ? 0 : x.length);
+function hasNestedExtras(r, parts) {
+  const any = (bs) => (bs ?? []).some((b) => rawLen(b?.extra) > 0);
+  if (parts & Part.System && any(r.system)) return true;
+  if (parts & Part.Messages && (r.messages ?? []).some((m) => rawLen(m?.extra) > 0 || any(m?.content))) return true;
+  return Boolean(parts & Part.Tools && (r.tools ?? []).some((t) => rawLen(t?.extra) > 0));
+}
+function encRequestExtras(e, r, parts) {
+  r ??= {};
+  if (!hasNestedExtras(r, parts)) return;
+  e.uint(1);
+  if (parts & Part.System) for (const b of r.system ?? []) e.raw(b?.extra);
+  if (parts & Part.Messages) {
+    for (const m of r.messages ?? []) { e.raw(m?.extra); for (const b of m?.content ?? []) e.raw(b?.extra); }
+  }
+  if (parts & Part.Tools) for (const t of r.tools ?? []) e.raw(t?.extra);
+}
+function decRequestExtras(d, r, parts) {
+  const present = d.more();
+  if (present) {
+    const v = d.uint();
+    if (v !== 1) throw new WireError(`wire: request extras section version ${v}, this side understands 1`);
+  }
+  const read = (o) => { o.extra = present ? d.raw() : null; };
+  if (parts & Part.System) r.system.forEach(read);
+  if (parts & Part.Messages) for (const m of r.messages) { read(m); m.content.forEach(read); }
+  if (parts & Part.Tools) r.tools.forEach(read);
+}
+
 // A top-level message: {encode(value) → Uint8Array, decode(bytes) → value}.
 function msg(enc, dec) {
   return {
@@ -292,8 +327,13 @@ export const Descriptor = fromStruct(struct([
 
 /** LayerRequest.encode(x, parts = Part.All) writes only the given parts of x.request. */
 export const LayerRequest = msg(
-  (e, x, parts = Part.All) => { meta.enc(e, x.meta); encRequestParts(e, x.request, parts); },
-  (d) => ({ meta: meta.dec(d), request: decRequestParts(d).request }),
+  (e, x, parts = Part.All) => { meta.enc(e, x.meta); encRequestParts(e, x.request, parts); encRequestExtras(e, x.request, parts); },
+  (d) => {
+    const m = meta.dec(d);
+    const { parts, request } = decRequestParts(d);
+    decRequestExtras(d, request, parts);
+    return { meta: m, request };
+  },
 );
 
 /** LayerResult: result.patched is the parts mask of result.request. */
@@ -301,11 +341,14 @@ export const LayerResult = msg(
   (e, x) => {
     u8.enc(e, x.action); encRequestParts(e, x.request, x.patched ?? 0);
     opt(response).enc(e, x.answer); opt(error).enc(e, x.error); kvs.enc(e, x.headers); kvs.enc(e, x.annotations);
+    encRequestExtras(e, x.request, x.patched ?? 0);
   },
   (d) => {
     const action = u8.dec(d);
     const { parts: patched, request } = decRequestParts(d);
-    return { action, patched, request, answer: opt(response).dec(d), error: opt(error).dec(d), headers: kvs.dec(d), annotations: kvs.dec(d) };
+    const out = { action, patched, request, answer: opt(response).dec(d), error: opt(error).dec(d), headers: kvs.dec(d), annotations: kvs.dec(d) };
+    decRequestExtras(d, request, patched);
+    return out;
   },
 );
 
@@ -323,10 +366,17 @@ export const LayerResponseResult = msg(
 export const LayerStream = fromStruct(struct([['meta', meta], ['events', events], ['state', raw], ['final', bool]]));
 export const LayerStreamResult = fromStruct(struct([['events', events], ['state', raw]]));
 
-/** EncodeInput: the whole request (all parts). */
+/** EncodeInput: the whole request (all parts), then the v1.4 extras section. */
 export const EncodeInput = msg(
-  (e, x) => { meta.enc(e, x.meta); route.enc(e, x.route); encRequestParts(e, x.request, Part.All); e.bool(x.pristine); },
-  (d) => ({ meta: meta.dec(d), route: route.dec(d), request: decRequestParts(d).request, pristine: d.bool() }),
+  (e, x) => {
+    meta.enc(e, x.meta); route.enc(e, x.route); encRequestParts(e, x.request, Part.All); e.bool(x.pristine);
+    encRequestExtras(e, x.request, Part.All);
+  },
+  (d) => {
+    const o = { meta: meta.dec(d), route: route.dec(d), request: decRequestParts(d).request, pristine: d.bool() };
+    decRequestExtras(d, o.request, Part.All);
+    return o;
+  },
 );
 /** EncodeResult: v1.3 appended call.bodyMerge and call.verifySuccess after the error (only with a call). */
 export const EncodeResult = msg(
