@@ -56,6 +56,9 @@ func EncodeRequest(req *wire.Request) ([]byte, error) {
 		if b, err = appendContent(b, m.Content); err != nil {
 			return nil, err
 		}
+		if b, err = appendExtra(b, m.Extra, false, messageMember); err != nil {
+			return nil, err
+		}
 		b = append(b, '}')
 	}
 	b = append(b, ']')
@@ -66,23 +69,36 @@ func EncodeRequest(req *wire.Request) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, `{"name":`...)
-			b = jsonx.AppendString(b, t.Name)
+			start := len(b)
+			b = append(b, '{')
+			server := ServerTool(t)
+			if t.Name != "" || !server {
+				b = append(b, `"name":`...)
+				b = jsonx.AppendString(b, t.Name)
+			}
 			if t.Description != "" {
 				b = append(b, `,"description":`...)
 				b = jsonx.AppendString(b, t.Description)
 			}
-			b = append(b, `,"input_schema":`...)
-			if len(t.Schema) > 0 {
-				if err := checkRaw(t.Schema); err != nil {
-					return nil, err
+			if !server { // a server tool's schema is Anthropic's
+				b = append(b, `,"input_schema":`...)
+				if len(t.Schema) > 0 {
+					if err := checkRaw(t.Schema); err != nil {
+						return nil, err
+					}
+					b = append(b, jsonx.TrimWS(t.Schema)...)
+				} else {
+					b = append(b, `{"type":"object","properties":{}}`...)
 				}
-				b = append(b, jsonx.TrimWS(t.Schema)...)
-			} else {
-				b = append(b, `{"type":"object","properties":{}}`...)
 			}
 			if b, err = appendCache(b, t.CacheControl); err != nil {
 				return nil, err
+			}
+			if b, err = appendExtra(b, t.Extra, false, toolMember); err != nil {
+				return nil, err
+			}
+			if len(b) > start+1 && b[start+1] == ',' { // a nameless server tool: nothing before the first comma
+				b = append(b[:start+1], b[start+2:]...)
 			}
 			b = append(b, '}')
 		}
@@ -322,5 +338,62 @@ func appendBlock(b []byte, bl *wire.Block, compact bool) ([]byte, error) {
 	if err != nil {
 		return b, err
 	}
+	if b, err = appendExtra(b, bl.Extra, compact, func(key []byte) bool { return blockWritten(bl.Type, key) }); err != nil {
+		return b, err
+	}
 	return append(b, '}'), nil
+}
+
+// appendExtra splices the members of a message's, block's or tool's Extra
+// into the object being written, except those written already.
+func appendExtra(b, extra []byte, compact bool, written func(key []byte) bool) ([]byte, error) {
+	if len(extra) == 0 {
+		return b, nil
+	}
+	if compact && jsonx.HasNewline(extra) {
+		extra = jsonx.AppendCompact(nil, extra)
+	}
+	b, err := jsonx.AppendMembers(b, extra, written)
+	if err != nil {
+		return b, errors.New("anthropic: encode: an Extra is not a JSON object")
+	}
+	return b, nil
+}
+
+func messageMember(key []byte) bool {
+	k := jsonx.KeyString(key)
+	return k == "role" || k == "content"
+}
+
+func toolMember(key []byte) bool {
+	switch jsonx.KeyString(key) {
+	case "name", "description", "input_schema", "cache_control":
+		return true
+	}
+	return false
+}
+
+// blockWritten reports whether appendBlock writes the member key itself for
+// a block of type t.
+func blockWritten(t wire.BlockType, key []byte) bool {
+	k := jsonx.KeyString(key)
+	return k == "type" || k == "cache_control" || blockMember(t, k)
+}
+
+// ServerTool reports whether t is one of Anthropic's server tools (web
+// search, code execution, an MCP toolset, …): its Extra names a "type"
+// other than "custom". It has no input schema of the caller's.
+func ServerTool(t *wire.Tool) bool {
+	if len(t.Extra) == 0 {
+		return false
+	}
+	server := false
+	_ = jsonx.ObjectEach(t.Extra, func(k, v []byte) error {
+		if jsonx.KeyIs(k, "type") {
+			s, _ := jsonx.Unquote(v)
+			server = s != "custom"
+		}
+		return nil
+	})
+	return server
 }

@@ -8,12 +8,15 @@
 //     block and tool. For document blocks and block types the canonical model
 //     does not know (kept as BlockOther with their raw JSON), cache_control is
 //     moved out of Block.Data into Block.CacheControl and put back on encode.
-//   - Fields of known block types the canonical model has no place for (text
-//     "citations", …) are dropped, and so are server and client tools (tools
-//     with a "type" other than "custom"). The host forwards the caller's
-//     original bytes when nothing changed the request
-//     (wire.EncodeInput.Pristine), so this only matters once a layer rewrote
-//     the request.
+//   - Members the canonical model has no field for are kept as raw JSON in
+//     the Extra of their message, block or tool (text "citations", a
+//     system message's cache_control, Claude Code's tool "defer_loading",
+//     "eager_input_streaming", …) and written back by EncodeRequest, so a
+//     request a layer rewrote loses nothing. Server tools (a "type" other
+//     than "custom") are kept whole: their type and settings in Tool.Extra.
+//   - Mid-conversation system messages ({"role":"system"} inside messages)
+//     are Messages with Role "system", in place; their content must be text.
+//     Where they may stand is the upstream's rule to enforce.
 //   - Thinking blocks without a signature (they come from OpenAI
 //     reasoning_content) are not sent to an Anthropic upstream, which would
 //     reject them.
@@ -168,7 +171,7 @@ func decodeMessage(raw []byte) (wire.Message, error) {
 	if err := rq.Object("", raw); err != nil {
 		return m, err
 	}
-	var content []byte
+	var content, extra []byte
 	var err error
 	err = jsonx.ObjectEach(raw, func(rawKey, val []byte) error {
 		switch string(dec.K(rawKey)) {
@@ -176,18 +179,33 @@ func decodeMessage(raw []byte) (wire.Message, error) {
 			m.Role, err = rq.Str("role", val)
 		case "content":
 			content = val
+		default: // a system message's cache_control, members of later API versions
+			extra = dec.AppendMember(extra, rawKey, val)
 		}
 		return err
 	})
 	if err != nil {
 		return m, err
 	}
+	m.Extra = dec.CloseObject(extra)
 	switch m.Role {
 	case "user", "assistant":
+	case "system":
+		// A mid-conversation system message: text only, as Anthropic
+		// requires; its placement rules are the upstream's to enforce.
+		m.Content, err = decodeContent(rq, nil, content, "content")
+		if err == nil {
+			for i := range m.Content {
+				if m.Content[i].Type != wire.BlockText {
+					return m, rq.Errf(dec.Index("content", i), `text-only role "system" messages require text blocks`)
+				}
+			}
+		}
+		return m, err
 	case "":
 		return m, rq.Errf("role", "is required")
 	default:
-		return m, rq.Errf("role", `must be "user" or "assistant"`)
+		return m, rq.Errf("role", `must be "user", "assistant" or "system"`)
 	}
 	m.Content, err = decodeContent(rq, nil, content, "content")
 	return m, err
@@ -221,7 +239,7 @@ func decodeBlock(d dec.D, raw []byte) (wire.Block, error) {
 	if err := d.Object("", raw); err != nil {
 		return b, err
 	}
-	var typ, text, source, id, name, input, toolUseID, content, isError, thinking, signature, data, cache []byte
+	var typ, text, source, id, name, input, toolUseID, content, isError, thinking, signature, data, cache, extra []byte
 	_ = jsonx.ObjectEach(raw, func(rawKey, val []byte) error {
 		switch string(dec.K(rawKey)) {
 		case "type":
@@ -250,6 +268,8 @@ func decodeBlock(d dec.D, raw []byte) (wire.Block, error) {
 			data = val
 		case "cache_control":
 			cache = val
+		default: // citations, caller, …: kept for a same-dialect re-encode
+			extra = dec.AppendMember(extra, rawKey, val)
 		}
 		return nil
 	})
@@ -328,8 +348,42 @@ func decodeBlock(d dec.D, raw []byte) (wire.Block, error) {
 		if cache != nil {
 			b.Data = withoutMember(raw, "cache_control")
 		}
+		return b, err // the raw block keeps every member
 	}
+	// Members of the modelled block types that belong to another type go
+	// to Extra too, so nothing the caller sent is lost.
+	for _, m := range [...]struct {
+		key string
+		val []byte
+	}{{"text", text}, {"source", source}, {"id", id}, {"name", name}, {"input", input},
+		{"tool_use_id", toolUseID}, {"content", content}, {"is_error", isError},
+		{"thinking", thinking}, {"signature", signature}, {"data", data}} {
+		if m.val != nil && !blockMember(b.Type, m.key) {
+			extra = dec.AppendMember(extra, []byte(m.key), m.val)
+		}
+	}
+	b.Extra = dec.CloseObject(extra)
 	return b, err
+}
+
+// blockMember reports whether key is a member EncodeRequest writes for a
+// block of type t (type and cache_control are written for every type).
+func blockMember(t wire.BlockType, key string) bool {
+	switch t {
+	case wire.BlockText:
+		return key == "text"
+	case wire.BlockImage:
+		return key == "source"
+	case wire.BlockToolUse:
+		return key == "id" || key == "name" || key == "input"
+	case wire.BlockToolResult:
+		return key == "tool_use_id" || key == "content" || key == "is_error"
+	case wire.BlockThinking:
+		return key == "thinking" || key == "signature"
+	case wire.BlockRedactedThinking:
+		return key == "data"
+	}
+	return false
 }
 
 // withoutMember copies the object raw without the member key.
@@ -362,11 +416,10 @@ func decodeTool(raw []byte) (wire.Tool, bool, error) {
 		return t, false, err
 	}
 	var typ string
+	var extra []byte
 	var err error
 	err = jsonx.ObjectEach(raw, func(rawKey, val []byte) error {
 		switch string(dec.K(rawKey)) {
-		case "type":
-			typ, err = rq.Str("type", val)
 		case "name":
 			t.Name, err = rq.Str("name", val)
 		case "description":
@@ -380,16 +433,22 @@ func decodeTool(raw []byte) (wire.Tool, bool, error) {
 			if !jsonx.IsNull(val) {
 				t.CacheControl = val
 			}
+		case "type":
+			typ, err = rq.Str("type", val)
+			extra = dec.AppendMember(extra, rawKey, val)
+		default: // defer_loading, eager_input_streaming, strict, input_examples, …
+			extra = dec.AppendMember(extra, rawKey, val)
 		}
 		return err
 	})
 	if err != nil {
 		return t, false, err
 	}
-	if typ != "" && typ != "custom" {
-		return t, false, nil // server/client tool: not representable, see the package doc
-	}
-	if t.Name == "" {
+	t.Extra = dec.CloseObject(extra)
+	// A server tool ("type" other than "custom": web_search, bash, an MCP
+	// toolset, …) is kept with its type and settings in Extra; some have
+	// no name.
+	if t.Name == "" && (typ == "" || typ == "custom") {
 		return t, false, rq.Errf("name", "is required")
 	}
 	return t, true, nil

@@ -52,6 +52,9 @@ func block(b wire.Block) map[string]any {
 	if b.CacheControl != nil {
 		m["cache_control"] = raw(b.CacheControl)
 	}
+	if b.Extra != nil {
+		m["extra"] = raw(b.Extra)
+	}
 	return m
 }
 
@@ -94,6 +97,9 @@ func Request(r *wire.Request) []byte {
 		if msg.Name != "" {
 			mm["name"] = msg.Name
 		}
+		if msg.Extra != nil {
+			mm["extra"] = raw(msg.Extra)
+		}
 		msgs = append(msgs, mm)
 	}
 	m["messages"] = msgs
@@ -108,6 +114,9 @@ func Request(r *wire.Request) []byte {
 		}
 		if t.CacheControl != nil {
 			tm["cache_control"] = raw(t.CacheControl)
+		}
+		if t.Extra != nil {
+			tm["extra"] = raw(t.Extra)
 		}
 		tools = append(tools, tm)
 	}
