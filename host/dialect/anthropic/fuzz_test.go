@@ -25,6 +25,11 @@ func FuzzDecodeRequest(f *testing.F) {
 	}
 	f.Add([]byte(`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}`))
 	f.Add([]byte(`{"model":"m","max_tokens":1,"system":[{"type":"x"}],"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"a"}]},{"type":"document","source":{"type":"text","media_type":"text/plain","data":"d"}}]}]}`))
+	// issue 11: mid-conversation system messages, unknown members at every
+	// level, a duplicated key, invalid UTF-8
+	f.Add([]byte(`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"},{"role":"system","content":[{"type":"text","text":"s","x":1}],"cache_control":{"type":"ephemeral"}}],"tools":[{"name":"R","input_schema":{},"defer_loading":true},{"type":"mcp_toolset","mcp_server_name":"gh"}]}`))
+	f.Add([]byte(`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"a"}],"messages":[{"role":"user","content":"b"}]}`))
+	f.Add([]byte(`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"a` + "\xff" + `"}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := DecodeRequest(body)
 		if err != nil {

@@ -15,11 +15,17 @@ import (
 
 // D reads fields of a request (Kind = dialect.ErrInvalidRequest) or of an
 // upstream response (Kind = dialect.ErrInvalidResponse).
-type D struct{ Kind error }
+type D struct {
+	Kind error
+	// Strict makes Validate refuse invalid UTF-8 in strings and duplicated
+	// object keys (jsonx.ValidateStrict): a caller's body must mean one
+	// thing. Upstream responses are read as leniently as before.
+	Strict bool
+}
 
 // Request and Response are the two readers.
 var (
-	Request  = D{Kind: dialect.ErrInvalidRequest}
+	Request  = D{Kind: dialect.ErrInvalidRequest, Strict: true}
 	Response = D{Kind: dialect.ErrInvalidResponse}
 )
 
@@ -34,7 +40,11 @@ func (d D) typeErr(field string, v []byte, want string) error {
 
 // Validate checks that body is one JSON object.
 func (d D) Validate(body []byte, what string) error {
-	if err := jsonx.Validate(body); err != nil {
+	validate := jsonx.Validate
+	if d.Strict {
+		validate = jsonx.ValidateStrict
+	}
+	if err := validate(body); err != nil {
 		return d.Errf("", err.Error())
 	}
 	if jsonx.KindOf(body) != jsonx.Object {

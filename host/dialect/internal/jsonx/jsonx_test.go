@@ -2,6 +2,7 @@ package jsonx
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -172,4 +173,37 @@ func FuzzString(f *testing.F) {
 			t.Fatalf("round trip of %q gave %q", s, got)
 		}
 	})
+}
+
+// TestValidateStrict: a request body must mean one thing — invalid UTF-8 and
+// a key given twice (at any depth, escaped or not) are refused, naming the
+// key; Validate stays lenient for upstream responses.
+func TestValidateStrict(t *testing.T) {
+	bad := []struct{ in, want string }{
+		{"{\"a\":\"x\xffy\"}", "invalid UTF-8"},
+		{"{\"a\":\"\xc3\"}", "invalid UTF-8"},
+		{"{\"k\xff\":1}", "invalid UTF-8"},
+		{`{"messages":[1],"messages":[2]}`, `duplicate key "messages"`},
+		{`{"a":{"b":1,"c":{"d":1},"b":2}}`, `duplicate key "b"`},
+		{`{"a":[{"x":1,"\u0078":2}]}`, `duplicate key "x"`},
+	}
+	for _, c := range bad {
+		err := ValidateStrict([]byte(c.in))
+		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, ErrSyntax) {
+			t.Errorf("%q: %v, want %q", c.in, err, c.want)
+		}
+		if Validate([]byte(c.in)) != nil {
+			t.Errorf("%q: lenient Validate refused it", c.in)
+		}
+	}
+	good := []string{
+		`{"a":{"b":1},"b":{"a":1,"b":[{"a":1},{"a":2}]}}`, // same keys in different objects
+		"{\"t\":\"naïve ☕ 🚀\"}",
+		`{"a":"\ud800"}`, // an escaped lone surrogate is valid JSON (it decodes to U+FFFD)
+	}
+	for _, g := range good {
+		if err := ValidateStrict([]byte(g)); err != nil {
+			t.Errorf("%q: %v", g, err)
+		}
+	}
 }

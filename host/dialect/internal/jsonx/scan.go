@@ -56,9 +56,44 @@ func Validate(data []byte) error {
 // Valid is Validate without the error.
 func Valid(data []byte) bool { return Validate(data) == nil }
 
+// ValidateStrict is Validate, plus what a request body must also be to mean
+// one thing: strings are valid UTF-8 (a decoder would otherwise replace the
+// bad bytes with U+FFFD, sending the upstream other text than the caller's)
+// and no object has the same key twice (decoders that read members in turn
+// would concatenate or override, each its own way). A duplicate's error
+// names the key (*DuplicateKeyError).
+func ValidateStrict(data []byte) error {
+	v := validator{data: data, strict: true}
+	i := skipWS(data, 0)
+	i = v.value(i, 0)
+	if v.err != nil {
+		return v.err
+	}
+	i = skipWS(data, i)
+	if i != len(data) {
+		return &SyntaxError{Offset: i, Msg: "unexpected data after the top-level value"}
+	}
+	return nil
+}
+
+// DuplicateKeyError reports an object key that appears twice.
+type DuplicateKeyError struct {
+	Offset int
+	Key    string
+}
+
+func (e *DuplicateKeyError) Error() string {
+	return fmt.Sprintf("duplicate key %q at offset %d", e.Key, e.Offset)
+}
+
+// Unwrap returns ErrSyntax.
+func (e *DuplicateKeyError) Unwrap() error { return ErrSyntax }
+
 type validator struct {
-	data []byte
-	err  error
+	data   []byte
+	err    error
+	strict bool
+	keys   [][]byte // strict: the keys of the objects being read, innermost last
 }
 
 func (v *validator) fail(i int, msg string) int {
@@ -84,13 +119,24 @@ func (v *validator) value(i, depth int) int {
 		if i < len(d) && d[i] == '}' {
 			return i + 1
 		}
+		base := len(v.keys)
+		if v.strict {
+			defer func() { v.keys = v.keys[:base] }()
+		}
 		for {
 			if i >= len(d) || d[i] != '"' {
 				return v.fail(i, "expected a string key")
 			}
+			ks := i
 			i = v.str(i)
 			if v.err != nil {
 				return i
+			}
+			if v.strict {
+				if j := v.seen(base, d[ks+1:i-1]); j >= 0 {
+					v.err = &DuplicateKeyError{Offset: ks, Key: KeyString(d[ks+1 : i-1])}
+					return len(d)
+				}
 			}
 			i = skipWS(d, i)
 			if i >= len(d) || d[i] != ':' {
@@ -201,6 +247,20 @@ func (v *validator) num(i int) int {
 	return i
 }
 
+// seen reports where key (raw, still escaped) is among the keys of the
+// current object (from base on), -1 when it is new; it records new keys.
+// Objects are small, so a scan beats a map; keys with escapes compare
+// decoded.
+func (v *validator) seen(base int, key []byte) int {
+	for j, k := range v.keys[base:] {
+		if bytes.Equal(k, key) || (bytes.IndexByte(k, '\\') >= 0 || bytes.IndexByte(key, '\\') >= 0) && KeyString(k) == KeyString(key) {
+			return j
+		}
+	}
+	v.keys = append(v.keys, key)
+	return -1
+}
+
 // str validates the string starting at d[i] == '"' and returns the index after
 // its closing quote.
 func (v *validator) str(i int) int {
@@ -231,6 +291,16 @@ func (v *validator) str(i int) int {
 			default:
 				return v.fail(i, "invalid escape")
 			}
+		case c >= 0x80:
+			if !v.strict {
+				i++
+				continue
+			}
+			r, size := utf8.DecodeRune(d[i:])
+			if r == utf8.RuneError && size == 1 {
+				return v.fail(i, "invalid UTF-8 in a string")
+			}
+			i += size
 		default: // control character
 			return v.fail(i, "control character in a string")
 		}
@@ -238,10 +308,11 @@ func (v *validator) str(i int) int {
 	return v.fail(start, "unterminated string")
 }
 
-// strSafe marks the bytes a string may contain without special handling.
+// strSafe marks the ASCII bytes a string may contain without special
+// handling (bytes from 0x80 on are checked as UTF-8 in strict mode).
 var strSafe = func() (t [256]bool) {
 	for i := range t {
-		t[i] = i >= 0x20 && i != '"' && i != '\\'
+		t[i] = i >= 0x20 && i < 0x80 && i != '"' && i != '\\'
 	}
 	return t
 }()
