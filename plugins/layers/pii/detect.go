@@ -36,6 +36,7 @@ const (
 	kSSN
 	kPrivKey
 	kMnemonic
+	kHex64 // a 64-hex value that is neither clearly a key nor a hash (hexctx.go)
 	nBuiltin
 )
 
@@ -94,6 +95,7 @@ type wspan struct{ start, end int }
 type detector struct {
 	on       [nBuiltin]bool // kinds to look for
 	checksum bool           // mnemonics must carry a valid BIP-39 checksum
+	member   string         // the JSON member name of the segment scanned ("" for text)
 
 	run   []wspan // scratch: a run of wordlist words
 	idx   []int   // their wordlist indexes
@@ -272,6 +274,17 @@ func (d *detector) atDigit(s string, a, floor int, out []span) (int, int, []span
 		return skipWord(s, a), floor, out // inside a long token or an identifier
 	}
 	if e, kind := d.atDigitToken(s, t, floor); e > 0 {
+		if kind == kPrivKey {
+			switch hexContext(s, t, e, d.member) {
+			case hexHash:
+				return e, floor, out // a transaction or block hash: not a secret
+			case hexUnclear:
+				kind = kHex64
+			}
+			if !d.on[kind] {
+				return e, floor, out
+			}
+		}
 		st := t
 		if kind == kPhone && t > floor && (s[t-1] == '+' || s[t-1] == '(') && phoneStartsBefore(s, t) {
 			st = t - 1
@@ -420,7 +433,7 @@ func (d *detector) atTokenStart(s string, i int) (int, int) {
 		}
 	}
 	h := hexRun(s, i, 65)
-	if d.on[kPrivKey] {
+	if d.on[kPrivKey] || d.on[kHex64] {
 		if c == '0' && i+2 < n && s[i+1]|0x20 == 'x' {
 			if hexRun(s, i+2, 65) == 64 && (i+66 == n || !isWord(s[i+66])) {
 				return i + 66, kPrivKey

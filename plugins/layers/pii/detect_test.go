@@ -71,7 +71,20 @@ func TestDetect(t *testing.T) {
 		{"ssn 123-45-6789.", []found{{"ssn", "123-45-6789"}}},
 		{"000-12-3456 666-12-3456 900-12-3456 123-00-4567 123-45-0000 123-45-67890", nil},
 		// private keys
-		{"key " + privKey + " and 0x" + privKey, []found{{"eth_private_key", privKey}, {"eth_private_key", "0x" + privKey}}},
+		// 64 hex digits: a key, a hash or unclear, by context (hexctx.go)
+		{"private key " + privKey + " and PRIVATE_KEY=0x" + privKey, []found{{"eth_private_key", privKey}, {"eth_private_key", "0x" + privKey}}},
+		{"my key is 0x" + privKey + "; sign with " + privKey + ". 0x" + privKey + " is my private key",
+			[]found{{"eth_private_key", "0x" + privKey}, {"eth_private_key", privKey}, {"eth_private_key", "0x" + privKey}}},
+		{"DEPLOYER_PK=" + privKey + "\nseed: 0x" + privKey + `, "privateKey": "0x` + privKey + `"`,
+			[]found{{"eth_private_key", privKey}, {"eth_private_key", "0x" + privKey}, {"eth_private_key", "0x" + privKey}}},
+		{"key " + privKey + " and 0x" + privKey + " | " + privKey, []found{{"hex64", privKey}, {"hex64", "0x" + privKey}, {"hex64", privKey}}},
+		{"tx 0x" + privKey + " confirmed; txHash: 0x" + privKey + " https://etherscan.io/tx/0x" + privKey +
+			" block hash 0x" + privKey + ", storage slot " + privKey + " image@sha256:" + privKey +
+			` {"transactionHash":"0x` + privKey + `","blockHash":"0x` + privKey + `"} topics[0] = 0x` + privKey, nil},
+		// The clause decides: "private key" earlier in the sentence does not
+		// make the hash a key, a hash member does not make the key a hash.
+		{"Signed it with my private key; tx hash 0x" + privKey + ` {"txHash":"0x` + privKey + `","privateKey":"0x` + privKey + `"}`,
+			[]found{{"eth_private_key", "0x" + privKey}}},
 		{"address 0x52908400098527886E0F7030069857D2E4169EE7, hash " + privKey + "ab, " + strings.Repeat("1", 64), nil},
 		// mnemonics
 		{"seed: " + mnemonic + ".", []found{{"mnemonic", mnemonic}}},
@@ -234,7 +247,7 @@ func TestDetectAtEveryAlignment(t *testing.T) {
 		{"credit_card", "4111 1111 1111 1111"}, {"credit_card", "5555555555554444"}, {"credit_card", "3782 822463 10005"},
 		{"iban", "DE89370400440532013000"}, {"iban", "GB82 WEST 1234 5698 7654 32"}, {"ipv4", "10.0.0.1"},
 		{"ipv6", "2001:db8::8a2e:370:7334"}, {"ipv6", "fe80::1"}, {"ipv6", "::ffff:192.0.2.1"}, {"ssn", "123-45-6789"},
-		{"eth_private_key", privKey}, {"eth_private_key", "0x" + privKey}, {"mnemonic", mnemonic},
+		{"hex64", privKey}, {"hex64", "0x" + privKey}, {"mnemonic", mnemonic},
 	}
 	fillers := []string{"", "a", "12", "x 1", "n 1.5 ", "up 20% ", "sum 125,000 ", "on 2024-03-18 ", "(", "+", "at 14:05 "}
 	for _, v := range values {

@@ -197,11 +197,11 @@ func TestConfigActionsAndPatterns(t *testing.T) {
 	res := h.OnRequest(wire.LayerRequest{Meta: meta("req_4"), Request: wire.Request{
 		System: []wire.Block{text("sys " + email)},
 		Messages: []wire.Message{userMsg(text(
-			"from " + email + " at 10.1.2.3, employee EMP-123456, key " + privKey + ` and Q"ab\cd"`))}}})
+			"from " + email + " at 10.1.2.3, employee EMP-123456, private key " + privKey + ` and Q"ab\cd"`))}}})
 	if res.Patched != wire.PartMessages {
 		t.Fatalf("patched %b (system must stay with mask_system=false)", res.Patched)
 	}
-	want := `from [REDACTED_EMAIL] at 10.1.2.3, employee [EMPLOYEE_ID_1], key [PRIVATE_KEY_1] and [QUOTED_1]`
+	want := `from [REDACTED_EMAIL] at 10.1.2.3, employee [EMPLOYEE_ID_1], private key [PRIVATE_KEY_1] and [QUOTED_1]`
 	if s := res.Request.Messages[0].Content[0].Text; s != want {
 		t.Fatalf("masked = %q", s)
 	}
@@ -412,5 +412,56 @@ func TestSealRoundTrip(t *testing.T) {
 	sealed[3] ^= 1
 	if _, err := open(sealed, key); err == nil {
 		t.Error("tampered mapping opened")
+	}
+}
+
+// A DeFi agent's transaction hashes pass untouched (their JSON member or the
+// words before them say "hash"), and a secret in an earlier turn is masked,
+// not refused: before, every 64-hex value blocked, and once a hash was in
+// the history every later turn of the conversation was refused.
+func TestHexContextAndLatestTurnOnly(t *testing.T) {
+	h := plugintest.New(t, `{}`)
+	const hash = "0x9fc76417374aa880d4449a1f7f31ec597f00b1f6f3dd2d66f4c9c6c445836d8b"
+	const key = "0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318"
+	history := []wire.Message{
+		userMsg(text("Swap 0.5 ETH for USDC and tell me the tx hash.")),
+		{Role: "assistant", Content: []wire.Block{{Type: wire.BlockToolUse, ID: "c1", Name: "get_receipt",
+			Data: []byte(`{"txHash":"` + hash + `"}`)}}},
+		userMsg(wire.Block{Type: wire.BlockToolResult, ID: "c1",
+			Data: []byte(`[{"type":"text","text":"{\"transactionHash\":\"` + hash + `\",\"status\":\"0x1\"}"}]`)}),
+		{Role: "assistant", Content: []wire.Block{text("Done: transaction " + hash + " confirmed in block 19000000.")}},
+	}
+	req := wire.Request{Messages: append(append([]wire.Message(nil), history...), userMsg(text("Was tx "+hash+" cheap?")))}
+	res := h.OnRequest(wire.LayerRequest{Meta: meta("req_h1"), Request: req})
+	if res.Action != wire.ActionContinue || res.Patched != 0 {
+		t.Fatalf("transaction hashes: action %d patched %b %+v", res.Action, res.Patched, res.Error)
+	}
+
+	// A key in the newest message is refused.
+	withKey := append(append([]wire.Message(nil), history...), userMsg(text("Here is my private key "+key+", import it")))
+	res = h.OnRequest(wire.LayerRequest{Meta: meta("req_h2"), Request: wire.Request{Messages: withKey}})
+	if res.Action != wire.ActionReject || res.Error == nil || !strings.Contains(res.Error.Message, "eth_private_key") {
+		t.Fatalf("key in the newest turn: %+v", res)
+	}
+	// The same key one turn earlier is masked, and the request goes on.
+	later := append(append([]wire.Message(nil), withKey...),
+		wire.Message{Role: "assistant", Content: []wire.Block{text("I cannot import keys.")}}, userMsg(text("ok, what is my balance?")))
+	res = h.OnRequest(wire.LayerRequest{Meta: meta("req_h3"), Request: wire.Request{Messages: later}})
+	if res.Action != wire.ActionContinue || res.Patched&wire.PartMessages == 0 {
+		t.Fatalf("key in an earlier turn: %+v", res)
+	}
+	got := res.Request.Messages[4].Content[0].Text
+	if strings.Contains(got, key) || !strings.Contains(got, "[PRIVATE_KEY_1]") {
+		t.Fatalf("earlier key not masked: %q", got)
+	}
+	if s := res.Request.Messages[3].Content[0].Text; !strings.Contains(s, hash) {
+		t.Fatalf("the hash was changed: %q", s)
+	}
+
+	// A bare 64-hex value with no context is masked (hex64), never refused.
+	res = h.OnRequest(wire.LayerRequest{Meta: meta("req_h4"), Request: wire.Request{Messages: []wire.Message{
+		userMsg(text("what is " + key + "?"))}}})
+	if res.Action != wire.ActionContinue || !strings.Contains(res.Request.Messages[0].Content[0].Text, "[HEX64_1]") {
+		t.Fatalf("bare value: %+v", res)
 	}
 }

@@ -55,6 +55,7 @@ var builtins = [nBuiltin]entity{
 	kSSN:      {"ssn", "SSN", "a US social security number", actMask},
 	kPrivKey:  {"eth_private_key", "PRIVATE_KEY", "an Ethereum private key", actBlock},
 	kMnemonic: {"mnemonic", "MNEMONIC", "a BIP-39 mnemonic phrase", actBlock},
+	kHex64:    {"hex64", "HEX64", "a 64-hex-digit value that may be a private key", actMask},
 }
 
 type patternConfig struct {

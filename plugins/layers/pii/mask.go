@@ -17,9 +17,11 @@ type segment struct {
 	blk     *wire.Block
 	data    bool // a string inside blk.Data; rs:re is its content in the raw JSON
 	rs, re  int
-	escaped bool // the raw content has escapes: text is its decoded form
-	system  bool // a system prompt block
-	s0, s1  int  // its spans in masker.spans
+	escaped bool   // the raw content has escapes: text is its decoded form
+	system  bool   // a system prompt block
+	latest  bool   // in the newest user message: only there does "block" block
+	member  string // the JSON member name of a data string, for context
+	s0, s1  int    // its spans in masker.spans
 }
 
 // masker holds one request's masking work; an instance serves one call at a
@@ -81,7 +83,15 @@ func (k *masker) collect(req *wire.Request) {
 			k.noteTakenIn(b.Text)
 		}
 	}
+	latest := -1
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == "user" {
+			latest = i
+			break
+		}
+	}
 	for i := range req.Messages {
+		from := len(k.segs)
 		for j := range req.Messages[i].Content {
 			b := &req.Messages[i].Content[j]
 			switch b.Type {
@@ -94,6 +104,11 @@ func (k *masker) collect(req *wire.Request) {
 				k.addJSON(b)
 			case wire.BlockToolUse:
 				k.addJSON(b)
+			}
+		}
+		if i == latest {
+			for s := from; s < len(k.segs); s++ {
+				k.segs[s].latest = true
 			}
 		}
 	}
@@ -122,7 +137,7 @@ func (k *masker) addJSON(b *wire.Block) {
 			}
 			text = string(k.dec)
 		}
-		k.segs = append(k.segs, segment{text: text, blk: b, data: true, rs: st, re: en, escaped: esc})
+		k.segs = append(k.segs, segment{text: text, blk: b, data: true, rs: st, re: en, escaped: esc, member: jsonMember(b.Data, st)})
 	})
 }
 
@@ -188,6 +203,7 @@ func (k *masker) detect() {
 	for i := range k.segs {
 		sg := &k.segs[i]
 		sg.s0 = len(k.spans)
+		k.det.member = sg.member
 		k.spans = k.det.scan(sg.text, k.spans)
 		for c < len(k.custom) && k.custom[c].seg == i {
 			k.spans = append(k.spans, k.custom[c].sp)
@@ -196,8 +212,13 @@ func (k *masker) detect() {
 		kept := sortSpans(k.spans[sg.s0:], actionOf)
 		k.spans = k.spans[:sg.s0+len(kept)]
 		sg.s1 = len(k.spans)
+		// Only the newest user message can block: a value in the system
+		// prompt or an earlier turn is masked instead. The earlier turn was
+		// either refused when it was new or let through by an older policy,
+		// and refusing it again on every later turn would end the
+		// conversation for good; masked, it still never goes upstream.
 		for _, sp := range kept {
-			if entities[sp.ent].action == actBlock && !containsInt(k.blocked, sp.ent) {
+			if sg.latest && entities[sp.ent].action == actBlock && !containsInt(k.blocked, sp.ent) {
 				k.blocked = append(k.blocked, sp.ent)
 			}
 		}
