@@ -16,17 +16,50 @@ import (
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
+// holds is what a request holds until its answer is written: the cancel of
+// its context and its reference to the pipeline. serve ends them when it
+// returns, unless a stream writer, which fasthttp runs after serve returned,
+// took them over with handOff: the writer still runs plugins (the stream
+// phase) under that context, on that pipeline.
+type holds struct {
+	cancel  context.CancelFunc
+	release func()
+}
+
+// handOff transfers the holds to the caller, who must call the returned
+// function once the answer is written; end then does nothing.
+func (h *holds) handOff() (done func()) {
+	cancel, release := h.cancel, h.release
+	h.cancel, h.release = nil, nil
+	return func() {
+		cancel()
+		release()
+	}
+}
+
+// end releases whatever was not handed off.
+func (h *holds) end() {
+	if h.cancel != nil {
+		h.cancel()
+	}
+	if h.release != nil {
+		h.release()
+	}
+}
+
 // answerLocal answers with a response produced inside the gateway (a layer's
 // cache hit, a simulator): through the response phase as JSON, or replayed as
-// a stream through the stream phase.
-func (g *Gateway) answerLocal(ctx *fasthttp.RequestCtx, rctx context.Context, p *pipeline.Pipeline, x *pipeline.Exchange, resp *wire.Response) {
+// a stream through the stream phase. A replayed stream takes held over.
+func (g *Gateway) answerLocal(ctx *fasthttp.RequestCtx, rctx context.Context, held *holds, p *pipeline.Pipeline, x *pipeline.Exchange, resp *wire.Response) {
 	if resp.Model == "" {
 		resp.Model = x.Req.Model
 	}
 	if x.Meta.Stream {
 		evs := events.FromResponse(resp, g.ReplayChunk)
 		startStream(ctx, x)
+		done := held.handOff()
 		ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+			defer done()
 			enc := codecFor(x.Meta.Dialect).NewStreamEncoder(x.Req)
 			out, werr := p.StreamPhase(rctx, x, evs, true)
 			if werr != nil {
@@ -125,10 +158,9 @@ type streamer struct {
 	first     *wire.SSE // the stream's first event, read before committing
 	upDialect wire.Dialect
 
-	ctx     context.Context
-	cancel  context.CancelFunc
-	release func()
-	broken  bool // the stream did not finish cleanly: drop the connection
+	ctx    context.Context
+	done   func() // ends the request's holds (holds.handOff)
+	broken bool   // the stream did not finish cleanly: drop the connection
 }
 
 func (s *streamer) start(ctx *fasthttp.RequestCtx) {
@@ -142,8 +174,7 @@ func (s *streamer) close() {
 	} else {
 		s.resp.Close()
 	}
-	s.cancel()
-	s.release()
+	s.done()
 }
 
 // run copies events until the upstream ends, fails, or the client goes away

@@ -133,19 +133,12 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 	}
 
 	p, release := g.Pipelines.Acquire()
-	// A stream hands release to its writer, which runs after this returns.
-	defer func() {
-		if release != nil {
-			release()
-		}
-	}()
 	x := g.newExchange(ctx, rid, d, req, body)
 	rctx, cancel := context.WithTimeout(context.Background(), g.timeout())
-	defer func() {
-		if cancel != nil {
-			cancel()
-		}
-	}()
+	// A streamed answer is written after serve returns: its writer takes
+	// the request's context and pipeline reference over (held.handOff).
+	held := &holds{cancel: cancel, release: release}
+	defer held.end()
 
 	answer, werr := p.RequestPhase(rctx, x)
 	if werr != nil {
@@ -153,7 +146,7 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 		return
 	}
 	if answer != nil {
-		g.answerLocal(ctx, rctx, p, x, answer)
+		g.answerLocal(ctx, rctx, held, p, x, answer)
 		return
 	}
 
@@ -171,7 +164,7 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 		if werr != nil {
 			// Every provider that could serve is out of service: a cached
 			// answer beats an error.
-			if werr.Status == 503 && g.answerStale(ctx, rctx, p, x, tried) {
+			if werr.Status == 503 && g.answerStale(ctx, rctx, held, p, x, tried) {
 				return
 			}
 			g.finishError(ctx, x, werr)
@@ -197,7 +190,7 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 			switch {
 			case out.local != nil:
 				setRoute(ctx, route, tried)
-				g.answerLocal(ctx, rctx, p, x, out.local)
+				g.answerLocal(ctx, rctx, held, p, x, out.local)
 				return
 			case out.resp != nil && out.call.Stream:
 				setRoute(ctx, route, tried)
@@ -205,8 +198,7 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 				// pipeline reference, the context and the upstream response
 				// from here on.
 				st := &streamer{g: g, p: p, pr: pr, route: route, x: x, resp: out.resp, first: out.first,
-					upDialect: out.call.ResponseDialect, ctx: rctx, cancel: cancel, release: release}
-				release, cancel = nil, nil
+					upDialect: out.call.ResponseDialect, ctx: rctx, done: held.handOff()}
 				st.start(ctx)
 				return
 			case out.resp != nil:
@@ -236,7 +228,7 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 	// Every candidate failed: a cached answer if a layer keeps one, else the
 	// caller gets the last failure, and the fallback header says what was
 	// tried. Nothing was charged.
-	if g.answerStale(ctx, rctx, p, x, tried) {
+	if g.answerStale(ctx, rctx, held, p, x, tried) {
 		return
 	}
 	if len(tried) > 0 {
@@ -256,7 +248,7 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 // entry past its freshness, within its stale-if-error window) when every
 // provider failed: the spec's "degrade if all backends are down — return a
 // cached response if available". X-Bardo-Fallback ends in "cache:stale".
-func (g *Gateway) answerStale(ctx *fasthttp.RequestCtx, rctx context.Context, p *pipeline.Pipeline, x *pipeline.Exchange, tried []string) bool {
+func (g *Gateway) answerStale(ctx *fasthttp.RequestCtx, rctx context.Context, held *holds, p *pipeline.Pipeline, x *pipeline.Exchange, tried []string) bool {
 	resp := p.FallbackPhase(rctx, x)
 	if resp == nil {
 		return false
@@ -264,7 +256,7 @@ func (g *Gateway) answerStale(ctx *fasthttp.RequestCtx, rctx context.Context, p 
 	ctx.Response.Header.Set(HeaderFallback, strings.Join(append(tried, "cache:stale"), ","))
 	g.Events.Emit(eventlog.CacheStaleServed, x.Meta.RequestID, map[string]any{"tried": tried})
 	g.Log.Warn("every provider failed; served a stale cached answer", "request_id", x.Meta.RequestID, "tried", strings.Join(tried, ","))
-	g.answerLocal(ctx, rctx, p, x, resp)
+	g.answerLocal(ctx, rctx, held, p, x, resp)
 	return true
 }
 

@@ -63,7 +63,16 @@ func (p *Pipeline) layerFailed(x *Exchange, l *Layer, phase string, err error) *
 		kind = wire.ErrTimeout
 	}
 	return &wire.Error{Status: status, Kind: kind,
-		Message: fmt.Sprintf("pipeline layer %q failed (%s phase) and is configured fail-closed; the request was not sent upstream", l.Spec.Name, phase)}
+		Message: fmt.Sprintf("pipeline layer %q failed (%s phase) and is configured fail-closed; %s", l.Spec.Name, phase, withheld[phase])}
+}
+
+// withheld says what a fail-closed failure kept from the caller in each
+// phase. Only the request phase runs before the upstream; the others also
+// carry answers the gateway made itself (cache replays, the simulator).
+var withheld = map[string]string{
+	"request":  "the request was not sent upstream",
+	"response": "the answer was withheld",
+	"stream":   "the rest of the answer was withheld",
 }
 
 // RequestPhase runs the request through the layers in order. It returns an
