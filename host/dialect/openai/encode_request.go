@@ -151,6 +151,9 @@ func (e *reqEncoder) request(req *wire.Request, opt EncodeOptions) error {
 			} else {
 				b = append(b, `{"type":"object","properties":{}}`...)
 			}
+			if b, err = appendExtra(b, t.Extra, "name", "description", "parameters"); err != nil {
+				return err
+			}
 			b = append(b, '}', '}')
 		}
 		b = append(b, ']')
@@ -273,8 +276,34 @@ func (e *reqEncoder) systemMessage(bl *wire.Block, first *bool) error {
 		}
 		e.buf = append(e.buf, ']')
 	}
+	// a leading system message's own members ride on its first block
+	var err error
+	if e.buf, err = appendExtra(e.buf, bl.Extra, "role", "content"); err != nil {
+		return err
+	}
 	e.buf = append(e.buf, '}')
 	return nil
+}
+
+// appendExtra splices the members of an Extra into the object being
+// written, except those named (written already).
+func appendExtra(b, extra []byte, written ...string) ([]byte, error) {
+	if len(extra) == 0 {
+		return b, nil
+	}
+	b, err := jsonx.AppendMembers(b, extra, func(key []byte) bool {
+		k := jsonx.KeyString(key)
+		for _, w := range written {
+			if k == w {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		return b, errors.New("openai: encode: an Extra is not a JSON object")
+	}
+	return b, nil
 }
 
 // isPart reports whether a block goes into a message's content array.
@@ -300,7 +329,14 @@ func (e *reqEncoder) message(m *wire.Message, first *bool) error {
 		if err := e.toolResultContent(bl); err != nil {
 			return err
 		}
+		var err error
+		if e.buf, err = appendExtra(e.buf, bl.Extra, "role", "tool_call_id", "content"); err != nil {
+			return err
+		}
 		e.buf = append(e.buf, '}')
+	}
+	if m.Role == "system" {
+		return e.midSystem(m, first)
 	}
 	var nparts, ntools, nthink, ntext, nresults int
 	var textCache bool
@@ -405,9 +441,51 @@ func (e *reqEncoder) message(m *wire.Message, first *bool) error {
 				}
 			}
 			e.buf = jsonx.AppendString(e.buf, dataToArguments(bl.Data))
-			e.buf = append(e.buf, '}', '}')
+			e.buf = append(e.buf, '}')
+			var err error
+			if e.buf, err = appendExtra(e.buf, bl.Extra, "id", "type", "function"); err != nil {
+				return err
+			}
+			e.buf = append(e.buf, '}')
 		}
 		e.buf = append(e.buf, ']')
+	}
+	var err error
+	if e.buf, err = appendExtra(e.buf, m.Extra, "role", "name", "content", "reasoning_content", "tool_calls"); err != nil {
+		return err
+	}
+	e.buf = append(e.buf, '}')
+	return nil
+}
+
+// midSystem writes a system message that stands inside the conversation
+// (developer when its blocks came from one): its text, as a string when it
+// is one plain block.
+func (e *reqEncoder) midSystem(m *wire.Message, first *bool) error {
+	e.open(first)
+	role := "system"
+	if len(m.Content) > 0 && m.Content[0].Name == RoleDeveloper {
+		role = RoleDeveloper
+	}
+	e.buf = append(e.buf, `{"role":"`...)
+	e.buf = append(e.buf, role...)
+	e.buf = append(e.buf, `","content":`...)
+	if len(m.Content) == 1 && m.Content[0].Type == wire.BlockText && m.Content[0].CacheControl == nil && m.Content[0].Extra == nil {
+		e.buf = jsonx.AppendString(e.buf, m.Content[0].Text)
+	} else {
+		e.buf = append(e.buf, '[')
+		n := 0
+		for i := range m.Content {
+			var err error
+			if n, err = e.part(&m.Content[i], n); err != nil {
+				return err
+			}
+		}
+		e.buf = append(e.buf, ']')
+	}
+	var err error
+	if e.buf, err = appendExtra(e.buf, m.Extra, "role", "content"); err != nil {
+		return err
 	}
 	e.buf = append(e.buf, '}')
 	return nil
@@ -465,6 +543,10 @@ func (e *reqEncoder) part(bl *wire.Block, n int) (int, error) {
 		e.buf = append(e.buf, `{"type":"text","text":`...)
 		e.buf = jsonx.AppendString(e.buf, bl.Text)
 		e.cache(bl)
+		var err error
+		if e.buf, err = appendExtra(e.buf, bl.Extra, "type", "text", "cache_control"); err != nil {
+			return n, err
+		}
 		e.buf = append(e.buf, '}')
 	case wire.BlockImage:
 		if err := checkRaw(bl.Data); err != nil {
@@ -486,6 +568,10 @@ func (e *reqEncoder) part(bl *wire.Block, n int) (int, error) {
 		}
 		e.buf = append(e.buf, '}')
 		e.cache(bl)
+		var err error
+		if e.buf, err = appendExtra(e.buf, bl.Extra, "type", "image_url", "cache_control"); err != nil {
+			return n, err
+		}
 		e.buf = append(e.buf, '}')
 	case wire.BlockDocument:
 		if err := checkRaw(bl.Data); err != nil {

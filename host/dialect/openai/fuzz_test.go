@@ -25,6 +25,11 @@ func FuzzDecodeRequest(f *testing.F) {
 	}
 	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
 	f.Add([]byte(`{"model":"m","messages":[{"role":"tool","tool_call_id":"x","content":[{"type":"text","text":"a"}]},{"role":"system","content":[{"type":"image_url","image_url":"data:image/png;base64,AA"}]}]}`))
+	// issue 11: a system message in place, unknown members at every level,
+	// a duplicated key, invalid UTF-8
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a","x":1}],"z":3},{"role":"developer","content":"d"},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"},"index":0}]},{"role":"tool","tool_call_id":"c","content":"r","name":"f"}],"tools":[{"type":"function","function":{"name":"f","strict":true}}]}`))
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"a"}],"messages":[{"role":"user","content":"b"}]}`))
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"a` + "\xff" + `"}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := DecodeRequest(body)
 		if err != nil {

@@ -29,11 +29,16 @@
 //     request that used max_tokens alone also gets [ParamLegacyMaxTokens] in
 //     Params.Set so it is re-encoded under the same name. When both are sent,
 //     max_tokens is kept in Extra.
-//   - Per-message and per-tool fields the canonical model has no place for
-//     (function "strict", message "refusal", "audio", …) are dropped, and so
-//     are tools that are not function tools. The host forwards the caller's
-//     original bytes when nothing changed the request (wire.EncodeInput.Pristine),
-//     so this only matters once a layer rewrote the request.
+//   - System and developer messages after the first user or assistant
+//     message stay in place, as Messages with Role "system" (a developer
+//     message's blocks have Name "developer").
+//   - Members the canonical model has no field for are kept as raw JSON in
+//     the Extra of their message (refusal, audio, …), content part, tool call
+//     (tool_use block), tool message (tool_result block), tool (function
+//     "strict", …) and, for a leading system message, its first block; the
+//     encoder writes them back. Tools that are not function tools are
+//     dropped; the host forwards the caller's original bytes when nothing
+//     changed the request (wire.EncodeInput.Pristine).
 //   - Every other top-level field goes to Request.Extra unchanged.
 package openai
 
@@ -167,6 +172,7 @@ type oaMessage struct {
 	reasoning              []byte // raw string
 	details                []byte // raw reasoning_details array
 	toolCalls              []byte // raw array
+	extra                  []byte // members not modelled, a raw object
 }
 
 func decodeMessages(req *wire.Request, val []byte) error {
@@ -207,33 +213,61 @@ func decodeMessage(req *wire.Request, raw []byte, toolGroup *int) error {
 		case "reasoning":
 			if m.reasoning == nil && jsonx.KindOf(val) == jsonx.String {
 				m.reasoning = val
+			} else {
+				m.extra = dec.AppendMember(m.extra, rawKey, val)
 			}
+		default: // refusal, audio, annotations, …
+			m.extra = dec.AppendMember(m.extra, rawKey, val)
 		}
 		return err
 	})
 	if err != nil {
 		return err
 	}
+	m.extra = dec.CloseObject(m.extra)
 	switch m.role {
 	case "system", "developer":
 		*toolGroup = -1
+		if len(req.Messages) > 0 {
+			// after the conversation started: a system message in place
+			msg := wire.Message{Role: "system", Extra: m.extra}
+			msg.Content, err = appendContent(nil, m.content, "content")
+			if m.name != "" {
+				msg.Extra = withMember(msg.Extra, "name", m.name)
+			}
+			if m.role == "developer" {
+				for j := range msg.Content {
+					msg.Content[j].Name = RoleDeveloper
+				}
+			}
+			req.Messages = append(req.Messages, msg)
+			return err
+		}
 		start := len(req.System)
 		req.System, err = appendContent(req.System, m.content, "content")
-		if m.role == "developer" {
-			for j := start; j < len(req.System); j++ {
+		for j := start; j < len(req.System); j++ {
+			if m.role == "developer" {
 				req.System[j].Name = RoleDeveloper
 			}
+		}
+		if start < len(req.System) {
+			// the message's own members ride on its first block
+			sx := m.extra
+			if m.name != "" {
+				sx = withMember(sx, "name", m.name)
+			}
+			req.System[start].Extra = mergeObjects(sx, req.System[start].Extra)
 		}
 		return err
 	case "user":
 		*toolGroup = -1
-		msg := wire.Message{Role: "user", Name: m.name}
+		msg := wire.Message{Role: "user", Name: m.name, Extra: m.extra}
 		msg.Content, err = appendContent(nil, m.content, "content")
 		req.Messages = append(req.Messages, msg)
 		return err
 	case "assistant":
 		*toolGroup = -1
-		msg := wire.Message{Role: "assistant", Name: m.name}
+		msg := wire.Message{Role: "assistant", Name: m.name, Extra: m.extra}
 		if m.details != nil {
 			// signed thinking sent back (OpenRouter's reasoning_details):
 			// it replaces reasoning_content, which holds the same text
@@ -274,7 +308,10 @@ func decodeMessage(req *wire.Request, raw []byte, toolGroup *int) error {
 		if m.toolCallID == "" {
 			return rq.Errf("tool_call_id", "is required in a tool message")
 		}
-		b := wire.Block{Type: wire.BlockToolResult, ID: m.toolCallID}
+		b := wire.Block{Type: wire.BlockToolResult, ID: m.toolCallID, Extra: m.extra}
+		if m.name != "" {
+			b.Extra = withMember(b.Extra, "name", m.name)
+		}
 		switch jsonx.KindOf(m.content) {
 		case jsonx.String:
 			b.Text, err = rq.Str("content", m.content)
@@ -305,7 +342,7 @@ func decodeToolCall(d dec.D, raw []byte) (wire.Block, error) {
 	if err := d.Object("", raw); err != nil {
 		return b, err
 	}
-	var fn []byte
+	var fn, extra []byte
 	var err error
 	err = jsonx.ObjectEach(raw, func(rawKey, val []byte) error {
 		switch string(dec.K(rawKey)) {
@@ -313,12 +350,16 @@ func decodeToolCall(d dec.D, raw []byte) (wire.Block, error) {
 			b.ID, err = d.Str("id", val)
 		case "function":
 			fn = val
+		case "type":
+		default:
+			extra = dec.AppendMember(extra, rawKey, val)
 		}
 		return err
 	})
 	if err != nil {
 		return b, err
 	}
+	b.Extra = dec.CloseObject(extra)
 	if err := d.Object("function", fn); err != nil {
 		return b, err
 	}
@@ -407,7 +448,7 @@ func decodePart(raw []byte) (wire.Block, error) {
 	if err := rq.Object("", raw); err != nil {
 		return b, err
 	}
-	var typ, text, image, cache []byte
+	var typ, text, image, cache, extra []byte
 	err := jsonx.ObjectEach(raw, func(rawKey, val []byte) error {
 		switch string(dec.K(rawKey)) {
 		case "type":
@@ -418,6 +459,8 @@ func decodePart(raw []byte) (wire.Block, error) {
 			image = val
 		case "cache_control":
 			cache = val
+		default:
+			extra = dec.AppendMember(extra, rawKey, val)
 		}
 		return nil
 	})
@@ -438,6 +481,10 @@ func decodePart(raw []byte) (wire.Block, error) {
 		if cache != nil && !jsonx.IsNull(cache) {
 			b.CacheControl = cache
 		}
+		if image != nil {
+			extra = dec.AppendMember(extra, []byte("image_url"), image)
+		}
+		b.Extra = dec.CloseObject(extra)
 		return b, err
 	case "image_url":
 		b.Type = wire.BlockImage
@@ -445,6 +492,10 @@ func decodePart(raw []byte) (wire.Block, error) {
 		if cache != nil && !jsonx.IsNull(cache) {
 			b.CacheControl = cache
 		}
+		if text != nil {
+			extra = dec.AppendMember(extra, []byte("text"), text)
+		}
+		b.Extra = dec.CloseObject(extra)
 		return b, err
 	case "":
 		return b, rq.Errf("type", "is required")
@@ -520,6 +571,26 @@ func parseDataURL(u string) (mediaType, data string, ok bool) {
 
 func decodeTools(req *wire.Request, val []byte) error { return rq.Tools(req, val, decodeTool) }
 
+// withMember returns the raw object obj (nil: none) with the string member
+// key added.
+func withMember(obj []byte, key, val string) []byte {
+	m := jsonx.AppendString([]byte(nil), val)
+	return mergeObjects(dec.CloseObject(dec.AppendMember(nil, []byte(key), m)), obj)
+}
+
+// mergeObjects returns the members of the raw objects a and b in one object
+// (nil when both are nil).
+func mergeObjects(a, b []byte) []byte {
+	if len(a) == 0 {
+		return b
+	}
+	if len(b) == 0 {
+		return a
+	}
+	out, _ := jsonx.AppendMembers(append([]byte(nil), a[:len(a)-1]...), b, nil)
+	return append(out, '}')
+}
+
 func decodeTool(raw []byte) (wire.Tool, bool, error) {
 	var t wire.Tool
 	if err := rq.Object("", raw); err != nil {
@@ -546,8 +617,11 @@ func decodeTool(raw []byte) (wire.Tool, bool, error) {
 	if err := rq.Object("function", fn); err != nil {
 		return t, false, err
 	}
+	var extra []byte
 	err = jsonx.ObjectEach(fn, func(rawKey, val []byte) error {
 		switch string(dec.K(rawKey)) {
+		default: // strict, …
+			extra = dec.AppendMember(extra, rawKey, val)
 		case "name":
 			t.Name, err = rq.Str("function.name", val)
 		case "description":
@@ -562,6 +636,7 @@ func decodeTool(raw []byte) (wire.Tool, bool, error) {
 		}
 		return err
 	})
+	t.Extra = dec.CloseObject(extra)
 	if err == nil && t.Name == "" {
 		err = rq.Errf("function.name", "is required")
 	}
