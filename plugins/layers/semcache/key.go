@@ -1,260 +1,249 @@
 package main
 
 import (
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"math"
 	"sort"
 	"strings"
 
+	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
-// cacheText is the text the cache embeds, as the spec builds it: the system
-// prompt, a separator, and the last two user messages (most recent first).
-// Only text blocks count; tool results are never part of a semantic key (a
-// request whose last turn is a tool result is not looked up at all).
-func cacheText(r *wire.Request) string {
-	var b strings.Builder
-	for _, bl := range r.System {
-		if bl.Type == wire.BlockText {
-			b.WriteString(bl.Text)
-			b.WriteByte('\n')
+// The key. An agent's request is a long, fixed context (a 20–90 KB system
+// prompt, its tools, the conversation so far) and a short question at the
+// end. Embedding the two together lets the context swamp the question: any
+// two requests of one agent score 0.9997–1.0000. So the two parts are keyed
+// apart:
+//
+//   - the context is hashed, never embedded: two requests meet only when
+//     everything that could change the answer but the question itself is
+//     byte-identical (contextHash);
+//   - the similarity is taken on the question alone: the last user turn's
+//     own text, without the reminders an agent injects into it (question).
+
+// reminderTags are the elements agents wrap text they inject into a user
+// turn with: Claude Code's <system-reminder>, Codex's <environment_context>
+// and <user_instructions>. Such text is context, not the question.
+var reminderTags = []string{"system-reminder", "environment_context", "user_instructions"}
+
+// splitReminders cuts the reminder elements out of text: what is left is the
+// caller's own words; the cut elements are returned in order. An unclosed
+// element is left in place (it is the caller's text, not an injection).
+func splitReminders(text string) (own string, injected []string) {
+	for _, tag := range reminderTags {
+		open, closing := "<"+tag, "</"+tag+">"
+		for {
+			i := strings.Index(text, open)
+			if i < 0 {
+				break
+			}
+			if end := i + len(open); end < len(text) && text[end] != '>' && text[end] != ' ' && text[end] != '\n' {
+				break // <system-reminders…: another tag
+			}
+			j := strings.Index(text[i:], closing)
+			if j < 0 {
+				break
+			}
+			j += i + len(closing)
+			injected = append(injected, text[i:j])
+			text = text[:i] + text[j:]
 		}
 	}
-	b.WriteString("---\n")
-	n := 0
-	for i := len(r.Messages) - 1; i >= 0 && n < 2; i-- {
-		m := &r.Messages[i]
-		if m.Role != "user" {
+	return strings.TrimSpace(text), injected
+}
+
+// lastTurn is the request's last message when it is a user turn, else nil.
+func lastTurn(r *wire.Request) *wire.Message {
+	if len(r.Messages) == 0 {
+		return nil
+	}
+	m := &r.Messages[len(r.Messages)-1]
+	if m.Role != "user" {
+		return nil
+	}
+	return m
+}
+
+// question is what the caller asks now: the text of the last user turn
+// without injected reminders, its text blocks joined by newlines.
+func question(r *wire.Request) string {
+	m := lastTurn(r)
+	if m == nil {
+		return ""
+	}
+	var parts []string
+	for _, bl := range m.Content {
+		if bl.Type != wire.BlockText {
 			continue
 		}
-		wrote := false
-		for _, bl := range m.Content {
-			if bl.Type == wire.BlockText {
-				b.WriteString(bl.Text)
-				wrote = true
-			}
-		}
-		if wrote {
-			b.WriteByte('\n')
-			n++
+		if own, _ := splitReminders(bl.Text); own != "" {
+			parts = append(parts, own)
 		}
 	}
-	return b.String()
+	return strings.Join(parts, "\n")
 }
 
 // lookupable reports whether a request may be answered from the semantic
-// cache: it has a user question at its end, not a tool result an agent loop
-// is waiting on.
+// cache at all: its last turn is the user's, carries no tool result (an
+// agent loop waiting on a tool is never answered from a cache: the result is
+// new information the stored answer did not see) and asks something in its
+// own words.
 func lookupable(r *wire.Request) bool {
-	if len(r.Messages) == 0 {
+	m := lastTurn(r)
+	if m == nil {
 		return false
 	}
-	last := &r.Messages[len(r.Messages)-1]
-	if last.Role != "user" {
-		return false
-	}
-	hasText := false
-	for _, bl := range last.Content {
-		switch bl.Type {
-		case wire.BlockToolResult:
+	for _, bl := range m.Content {
+		if bl.Type == wire.BlockToolResult {
 			return false
-		case wire.BlockText:
-			hasText = hasText || strings.TrimSpace(bl.Text) != ""
 		}
 	}
-	return hasText
+	return question(r) != ""
 }
 
-// The guard. Embeddings of "supply USDC to Morpho" and "supply USDC to Aave"
-// are nearly identical — an average of word vectors, or a transformer's
-// pooled output, is dominated by the shared words — yet one answer is wrong
-// for the other. So a hit needs, besides the similarity, agreement on the
-// words that flip an answer when they differ ("salient" words):
-//
-//   - numbers (amounts, percentages, leverage, chain ids): "100" vs "1000";
-//   - capitalised words and tickers past a sentence's first word: protocols,
-//     tokens, chains, people ("Morpho" vs "Aave", "Base" vs "Arbitrum");
-//   - 0x addresses and hashes;
-//   - negations ("not", "never", "don't", …);
-//   - the members of opposite pairs ("enable"/"disable", "buy"/"sell",
-//     "long"/"short", …), because their vectors are close by construction.
-//
-// The check is symmetric and case-blind: every word salient in either text
-// must be present in both or in neither ("What is the capital of France?"
-// agrees with "what's the capital city of france?": "france" is in both).
-// It makes the cache stricter, never looser: texts that agree still need the
-// similarity threshold.
-
-var negations = map[string]bool{
-	"not": true, "no": true, "never": true, "don't": true, "dont": true, "doesn't": true, "isn't": true,
-	"aren't": true, "won't": true, "can't": true, "cannot": true, "without": true, "shouldn't": true,
-	"didn't": true, "wasn't": true, "nor": true, "none": true,
+// ignoredExtra are top-level request members that never change the answer:
+// who is asking (Claude Code's metadata.user_id names the session), how the
+// stream is framed, billing and storage. Every other unknown member
+// ("thinking", "response_format", "reasoning_effort", "n", …) is context.
+var ignoredExtra = map[string]bool{
+	"metadata": true, "user": true, "stream_options": true, "store": true,
+	"service_tier": true, "prompt_cache_key": true, "safety_identifier": true,
 }
 
-// opposites are words whose antonym is close in embedding space; a word
-// listed alone ("out", "underperformed") flips meaning against its absence.
-var opposites = map[string]bool{}
-
-// units change an answer's scale: days vs weeks, miles vs kilometers.
-var units = map[string]bool{}
-
-func init() {
-	for _, pair := range [][]string{
-		{"enable", "disable"}, {"enabled", "disabled"}, {"buy", "sell"}, {"long", "short"},
-		{"deposit", "withdraw"}, {"supply", "borrow"}, {"lend", "borrow"}, {"stake", "unstake"},
-		{"increase", "decrease"}, {"add", "remove"}, {"open", "close"}, {"above", "below"},
-		{"allow", "deny"}, {"lock", "unlock"}, {"true", "false"}, {"out"},
-		{"bullish", "bearish"}, {"max", "min"}, {"maximum", "minimum"}, {"higher", "lower"},
-		{"before", "after"}, {"mint", "burn"}, {"wrap", "unwrap"},
-		{"approve", "revoke"}, {"accept", "reject"}, {"start", "stop"}, {"include", "exclude"},
-		{"encrypt", "decrypt"}, {"import", "export"}, {"upgrade", "downgrade"}, {"bridge", "swap"},
-		{"yes", "no"}, {"input", "output"},
-		{"rise", "drop", "fall", "rose", "fell", "dropped", "risen", "fallen", "pump", "dump"},
-		{"gain", "loss", "profit", "gains", "losses"},
-		{"outperform", "underperform", "outperformed", "underperformed", "outperforming", "underperforming"},
-		{"boiling", "freezing"}, {"keep", "discard"}, {"count", "delete", "insert", "update", "select"},
-		{"ascending", "descending"}, {"time", "space"}, {"best", "worst"}, {"cheapest", "priciest", "expensive"},
-		{"fastest", "slowest"}, {"oldest", "newest"}, {"first", "last"}, {"inflow", "outflow", "inflows", "outflows"},
-		{"call", "put"}, {"maker", "taker"}, {"bid", "ask"}, {"sender", "receiver"}, {"source", "destination"},
-		{"pass", "fail"}, {"valid", "invalid"}, {"success", "failure"}, {"public", "private"},
-		{"read", "write"}, {"push", "pull"}, {"merge", "rebase"}, {"encode", "decode"},
-		{"serialize", "deserialize"}, {"upper", "lower"}, {"left", "right"},
-		{"today", "yesterday", "tomorrow"}, {"morning", "evening", "night", "afternoon"},
-		{"hot", "cold"}, {"win", "lose"},
-	} {
-		for _, w := range pair {
-			opposites[w] = true
-		}
+// contextHash is the hash of everything in the request that could change
+// the answer except the question itself: the model (unless match_model is
+// off), the system prompt, the tools and tool_choice, the sampling
+// parameters, the answer-changing unknown members, every earlier turn in
+// full (text, tool calls and results, thinking, images), and of the last
+// turn its injected reminders and non-text blocks. cache_control markers are
+// left out: they move from turn to turn and never change an answer.
+func contextHash(r *wire.Request, matchModel bool) string {
+	var h hasher
+	if matchModel {
+		h.str("model", r.Model)
 	}
-	for _, u := range []string{"second", "seconds", "minute", "minutes", "hour", "hours", "day", "days",
-		"week", "weeks", "month", "months", "year", "years", "mile", "miles", "kilometer", "kilometers",
-		"km", "meter", "meters", "feet", "foot", "pound", "pounds", "kg", "gram", "grams", "gwei", "wei",
-		"bps", "percent", "celsius", "fahrenheit", "bytes", "kb", "mb", "gb"} {
-		units[u] = true
+	h.blocks("system", r.System)
+	n := len(r.Messages)
+	if lastTurn(r) != nil {
+		n-- // the last turn is hashed apart below
 	}
-}
-
-// directions mark the role of the word after them: "from Aave to Morpho"
-// and "from Morpho to Aave" hold the same words, but not the same request.
-var directions = map[string]string{"from": "from", "to": "to", "into": "to", "onto": "to", "via": "via"}
-
-// fillers are skipped between a direction and its object ("to an integer").
-var fillers = map[string]bool{"a": true, "an": true, "the": true, "my": true, "your": true, "our": true, "their": true, "its": true}
-
-// wordSet is a text's lower-cased words and the subset that is salient.
-type wordSet struct {
-	words   map[string]bool
-	salient []string
-}
-
-// words splits text into its lower-cased words and its salient ones. The
-// role of a word after a direction ("from", "to", "into") is salient too,
-// as "to:morpho".
-func words(text string) wordSet {
-	ws := wordSet{words: map[string]bool{}}
-	start := true // at a sentence start, capitalisation means nothing
-	role := ""    // the direction the next content word is the object of
-	for _, w := range strings.Fields(text) {
-		core := strings.TrimFunc(w, func(r rune) bool {
-			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '\'' || r == '.' || r == '%' || r >= 0x80)
-		})
-		core = strings.Trim(core, ".'")
-		lower := strings.ToLower(core)
-		if core != "" {
-			ws.words[lower] = true
-			if hasDigit(core) || negations[lower] || opposites[lower] || units[lower] ||
-				(!start && hasUpper(core)) || isTicker(core) {
-				ws.salient = append(ws.salient, lower)
+	for i := 0; i < n; i++ {
+		m := &r.Messages[i]
+		h.str("role", m.Role)
+		h.str("name", m.Name)
+		h.raw("extra", m.Extra)
+		h.blocks("content", m.Content)
+	}
+	if m := lastTurn(r); m != nil {
+		h.str("last", m.Name)
+		h.raw("extra", m.Extra)
+		for _, bl := range m.Content {
+			if bl.Type != wire.BlockText {
+				h.block(&bl)
+				continue
 			}
-			switch d, isDir := directions[lower]; {
-			case isDir:
-				role = d
-			case role != "" && !fillers[lower]:
-				tagged := role + ":" + lower
-				ws.words[tagged] = true
-				ws.salient = append(ws.salient, tagged)
-				role = ""
+			_, injected := splitReminders(bl.Text)
+			for _, s := range injected {
+				h.str("reminder", s)
 			}
-		}
-		start = strings.HasSuffix(w, ".") || strings.HasSuffix(w, "?") || strings.HasSuffix(w, "!") ||
-			strings.HasSuffix(w, ":") || w == "---"
-		if start || strings.HasSuffix(w, ",") {
-			role = ""
+			h.raw("extra", bl.Extra)
 		}
 	}
-	sort.Strings(ws.salient)
-	ws.salient = dedupe(ws.salient)
-	return ws
-}
-
-// isTicker reports an all-capitals word of two or more letters (ETH, USDC,
-// BTC): a name even at the start of a sentence.
-func isTicker(s string) bool {
-	n := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'A' && c <= 'Z':
-			n++
-		case c >= '0' && c <= '9':
-		default:
-			return false
-		}
-	}
-	return n >= 2
-}
-
-// agree reports whether a and b agree on every salient word of either.
-func agree(a, b wordSet) bool {
-	for _, w := range a.salient {
-		if !b.words[w] {
-			return false
-		}
-	}
-	for _, w := range b.salient {
-		if !a.words[w] {
-			return false
-		}
-	}
-	return true
-}
-
-func hasDigit(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= '0' && s[i] <= '9' {
-			return true
-		}
-	}
-	return false
-}
-
-func hasUpper(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 'A' && s[i] <= 'Z' {
-			return true
-		}
-	}
-	return false
-}
-
-func dedupe(s []string) []string {
-	out := s[:0]
-	for i, w := range s {
-		if i == 0 || w != s[i-1] {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
-// toolNames is the request's tool set, sorted: an answer given with one set
-// of tools is not an answer for another.
-func toolNames(r *wire.Request) string {
-	names := make([]string, len(r.Tools))
 	for i := range r.Tools {
-		names[i] = r.Tools[i].Name
+		t := &r.Tools[i]
+		h.str("tool", t.Name)
+		h.str("desc", t.Description)
+		h.raw("schema", t.Schema)
+		h.raw("extra", t.Extra)
 	}
-	sort.Strings(names)
-	return strings.Join(names, ",")
+	h.raw("tool_choice", r.ToolChoice)
+	p := &r.Params
+	h.num("params", uint64(p.Set))
+	if p.Set&wire.HasMaxTokens != 0 {
+		h.num("max_tokens", uint64(p.MaxTokens))
+	}
+	if p.Set&wire.HasTemperature != 0 {
+		h.num("temperature", math.Float64bits(p.Temperature))
+	}
+	if p.Set&wire.HasTopP != 0 {
+		h.num("top_p", math.Float64bits(p.TopP))
+	}
+	if p.Set&wire.HasTopK != 0 {
+		h.num("top_k", uint64(p.TopK))
+	}
+	if p.Set&wire.HasSeed != 0 {
+		h.num("seed", uint64(p.Seed))
+	}
+	for _, s := range p.Stop {
+		h.str("stop", s)
+	}
+	h.extra(r.Extra)
+	sum := plugin.SHA256(h.b)
+	return hex.EncodeToString(sum[:16])
+}
+
+// hasher collects length-prefixed fields, so that no two different
+// requests can serialise to the same bytes.
+type hasher struct{ b []byte }
+
+func (h *hasher) str(tag, s string) {
+	h.b = append(h.b, tag...)
+	h.b = binary.AppendUvarint(h.b, uint64(len(s)))
+	h.b = append(h.b, s...)
+}
+
+func (h *hasher) raw(tag string, b []byte) { h.str(tag, string(b)) }
+
+func (h *hasher) num(tag string, v uint64) {
+	h.b = append(h.b, tag...)
+	h.b = binary.AppendUvarint(h.b, v)
+}
+
+func (h *hasher) block(bl *wire.Block) {
+	h.num("block", uint64(bl.Type))
+	h.str("text", bl.Text)
+	h.str("id", bl.ID)
+	h.str("name", bl.Name)
+	h.raw("data", bl.Data)
+	h.str("sig", bl.Signature)
+	if bl.IsError {
+		h.num("error", 1)
+	}
+	h.raw("extra", bl.Extra)
+}
+
+func (h *hasher) blocks(tag string, bs []wire.Block) {
+	h.num(tag, uint64(len(bs)))
+	for i := range bs {
+		h.block(&bs[i])
+	}
+}
+
+// extra hashes the top-level unknown members but those in ignoredExtra, in
+// key order. A body that is not a JSON object is hashed whole.
+func (h *hasher) extra(raw []byte) {
+	if len(raw) == 0 {
+		return
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		h.raw("extra", raw)
+		return
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		if !ignoredExtra[k] {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		h.str("key", k)
+		h.raw("value", m[k])
+	}
 }
 
 // private reports whether text holds what tiered isolation keeps per agent:

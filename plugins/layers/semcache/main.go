@@ -1,10 +1,12 @@
-// Command semcache is layer L2, the semantic cache: it embeds the request's
-// cache text (system prompt and last two user messages) with a local model
-// of the host, searches the tenant's vector index, and answers from the
-// nearest stored answer when it is similar enough and passes the guard —
-// the words that flip an answer ("Morpho" vs "Aave", "enable" vs
-// "disable", 100 vs 1000) must match. Misses are stored from the response
-// or stream phase, with a TTL set by the market regime. See README.md.
+// Command semcache is layer L2, the semantic cache: it hashes the request's
+// context (model, system prompt, tools, parameters, earlier turns), embeds
+// what the caller asks now (the last user turn without injected reminders)
+// with a local model of the host, searches the tenant's vector index, and
+// answers from a stored answer of the same context whose question is the
+// same question — the guard compares the questions' normalised words, so a
+// number, an identifier, an operator or a negation that differs blocks the
+// hit. Misses are stored from the response or stream phase, with a TTL set
+// by the market regime. See README.md.
 package main
 
 import (
@@ -71,6 +73,7 @@ type rawConfig struct {
 	ReplayPaceMs    *int64             `json:"replay_pace_ms"`
 	MaxEntryBytes   *int64             `json:"max_entry_bytes"`
 	Guard           *bool              `json:"guard"`
+	AllowRewording  *bool              `json:"allow_rewording"`
 	MatchModel      *bool              `json:"match_model"`
 	MarketMarkers   *[]string          `json:"market_markers"`
 	StrategyMarkers *[]string          `json:"strategy_markers"`
@@ -95,6 +98,7 @@ type config struct {
 	pace          string
 	maxEntryBytes int
 	guard         bool
+	rewording     bool
 	matchModel    bool
 	market        []string
 	strategy      []string
@@ -123,7 +127,7 @@ func init() {
 		Name:       "semcache",
 		Version:    "1.0.0",
 		Phases:     wire.PhaseRequest | wire.PhaseResponse | wire.PhaseStream,
-		Reads:      wire.PartModel | wire.PartSystem | wire.PartMessages | wire.PartTools,
+		Reads:      wire.PartAll,
 		Init:       initConfig,
 		OnRequest:  onRequest,
 		OnResponse: onResponse,
@@ -213,6 +217,9 @@ func parseConfig(rc *rawConfig) (config, error) {
 	if rc.Guard != nil {
 		c.guard = *rc.Guard
 	}
+	if rc.AllowRewording != nil {
+		c.rewording = *rc.AllowRewording
+	}
 	if rc.MatchModel != nil {
 		c.matchModel = *rc.MatchModel
 	}
@@ -263,16 +270,6 @@ func regimeOf(m *wire.Meta) string {
 		}
 	}
 	return cfg.regime
-}
-
-// exactGuard is the part of the guard that must match exactly: the model
-// (unless match_model is off) and the tool set.
-func exactGuard(req *wire.Request) string {
-	g := toolNames(req)
-	if cfg.matchModel {
-		g = req.Model + "|" + g
-	}
-	return g
 }
 
 // searchScopes are the partitions to search, in order.
@@ -337,18 +334,21 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 		}
 	}
 	threshold := cfg.thresholds[domain]
-	text := cacheText(&req.Request)
-	vecs, err := plugin.Embed(cfg.model, []string{text})
+	text := question(&req.Request)
+	words := normalize(text)
+	content := contentText(words)
+	vecs, err := plugin.Embed(cfg.model, []string{content})
 	if err != nil {
 		return fmt.Errorf("semcache: %w", err)
 	}
-	vec := vecs[0]
-	exact := exactGuard(&req.Request)
+	vec := known(vecs[0], content)
+	ctx := contextHash(&req.Request, cfg.matchModel)
+	// A tool-carrying request may reuse only an answer to the same
+	// question: whether a reworded question would have sent the model to
+	// its tools instead is not something a similarity can tell.
+	rewording := cfg.rewording && len(req.Request.Tools) == 0
 	res.Headers = append(res.Headers, wire.KV{Key: HeaderDomain, Value: domain})
 
-	// The word guard runs only on candidates above the threshold — a miss,
-	// the common case, never splits a text into words.
-	var qws *wordSet
 	for _, sc := range searchScopes() {
 		// Several near neighbours: the nearest may fail the guard while the
 		// next one passes it. Texts that differ only in numbers embed to the
@@ -360,21 +360,18 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 		}
 		for _, m := range ms {
 			plugin.Observe(metricSimilarity, float64(m.Score))
-			entryExact, entryText, entry, ok := splitPayload(m.Payload)
+			entryCtx, entryText, entry, ok := splitPayload(m.Payload)
 			if !ok {
 				plugin.CounterAdd(metricErrors, 1)
 				continue
 			}
-			if entryExact != exact {
+			if entryCtx != ctx {
 				plugin.CounterAdd(metricGuardMisses, 1)
 				continue
 			}
 			if cfg.guard {
-				if qws == nil {
-					w := words(text)
-					qws = &w
-				}
-				if !agree(*qws, words(entryText)) {
+				ew := normalize(entryText)
+				if !sameQuestion(words, ew) && !(rewording && sameSalient(words, ew)) {
 					plugin.CounterAdd(metricGuardMisses, 1)
 					continue
 				}
@@ -405,9 +402,38 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 
 	res.Headers = append(res.Headers, wire.KV{Key: HeaderCache, Value: "miss"})
 	res.Annotations = append(res.Annotations, wire.KV{Key: AnnotationMiss,
-		Value: encodeMiss(miss{id: entryID(text, exact), vec: vec, exact: exact, text: text, ttl: regimeTTL[regime](cfg.baseTTL)})})
+		Value: encodeMiss(miss{id: entryID(content, ctx), vec: vec, ctx: ctx, text: text, ttl: regimeTTL[regime](cfg.baseTTL)})})
 	plugin.CounterAdd(metricMisses, 1)
 	return nil
+}
+
+// known returns vec, or, when the model knew none of the words (a zero
+// vector: "goroutine", "webhook" are not in GloVe's vocabulary), a unit
+// vector drawn from the content words' hash, so that a re-ask still finds
+// its entry and nothing else does.
+func known(vec []float32, content string) []float32 {
+	var n float32
+	for _, f := range vec {
+		n += f * f
+	}
+	if n > 1e-12 || len(vec) == 0 {
+		return vec
+	}
+	seed := plugin.SHA256([]byte(content))
+	state := binary.LittleEndian.Uint64(seed[:8]) | 1
+	var sum float64
+	for i := range vec {
+		state ^= state << 13 // xorshift64
+		state ^= state >> 7
+		state ^= state << 17
+		vec[i] = float32(int64(state)>>11) / float32(1<<52)
+		sum += float64(vec[i]) * float64(vec[i])
+	}
+	inv := float32(1 / math.Sqrt(sum))
+	for i := range vec {
+		vec[i] *= inv
+	}
+	return vec
 }
 
 func hasAny(s string, markers []string) bool {
@@ -419,20 +445,20 @@ func hasAny(s string, markers []string) bool {
 	return false
 }
 
-// entryID names an entry by its cache text and exact guard: the same
+// entryID names an entry by its context and normalised question: the same
 // question stored again replaces the old answer instead of adding a twin.
-func entryID(text, exact string) string {
-	sum := plugin.SHA256([]byte(exact + "\x00" + text))
+func entryID(text, ctx string) string {
+	sum := plugin.SHA256([]byte(ctx + "\x00" + text))
 	return hex.EncodeToString(sum[:16])
 }
 
 // miss is what the request phase hands the response and stream phases.
 type miss struct {
-	id    string
-	vec   []float32
-	exact string
-	text  string
-	ttl   time.Duration
+	id   string
+	vec  []float32
+	ctx  string // the context hash
+	text string
+	ttl  time.Duration
 }
 
 // encodeMiss packs a miss into an annotation value: base64 of the SDK's
@@ -441,7 +467,7 @@ func encodeMiss(m miss) string {
 	var e wire.Encoder
 	e.Reset()
 	e.String(m.id)
-	e.String(m.exact)
+	e.String(m.ctx)
 	e.String(m.text)
 	e.Uint(uint64(m.ttl.Milliseconds()))
 	vb := make([]byte, 4*len(m.vec))
@@ -458,7 +484,7 @@ func decodeMiss(s string) (m miss, ok bool) {
 		return m, false
 	}
 	d := wire.NewDecoder(b)
-	m.id, m.exact, m.text = d.String(), d.String(), d.String()
+	m.id, m.ctx, m.text = d.String(), d.String(), d.String()
 	m.ttl = time.Duration(d.Uint()) * time.Millisecond
 	vb := d.Raw()
 	if d.Err() != nil || len(vb)%4 != 0 || len(vb) == 0 || len(vb) > 4*8192 {
@@ -471,21 +497,21 @@ func decodeMiss(s string) (m miss, ok bool) {
 	return m, true
 }
 
-// The payload stored beside a vector (wire-encoded): the exact guard, the
-// cache text (for the word guard of later lookups), then the entry.
-func joinPayload(exact, text string, entry []byte) []byte {
+// The payload stored beside a vector (wire-encoded): the context hash, the
+// question (for the guard of later lookups), then the entry.
+func joinPayload(ctx, text string, entry []byte) []byte {
 	var e wire.Encoder
 	e.Reset()
-	e.String(exact)
+	e.String(ctx)
 	e.String(text)
 	e.Raw(entry)
 	return e.Bytes()
 }
 
-func splitPayload(p []byte) (exact, text string, entry []byte, ok bool) {
+func splitPayload(p []byte) (ctx, text string, entry []byte, ok bool) {
 	d := wire.NewDecoder(p)
-	exact, text, entry = d.String(), d.String(), d.Raw()
-	return exact, text, entry, d.Err() == nil
+	ctx, text, entry = d.String(), d.String(), d.Raw()
+	return ctx, text, entry, d.Err() == nil
 }
 
 func store(m miss, r *wire.Response) {
@@ -502,7 +528,7 @@ func store(m miss, r *wire.Response) {
 	if hasAny(strings.ToLower(m.text), cfg.market) {
 		tags = append(tags, tagMarket)
 	}
-	if err := plugin.VectorInsert(storeScope(m.text), m.id, m.vec, m.ttl, tags, joinPayload(m.exact, m.text, entry)); err != nil {
+	if err := plugin.VectorInsert(storeScope(m.text), m.id, m.vec, m.ttl, tags, joinPayload(m.ctx, m.text, entry)); err != nil {
 		plugin.CounterAdd(metricErrors, 1)
 		plugin.Logf(plugin.LevelWarn, "semcache: storing an entry failed: %v", err)
 		return

@@ -12,96 +12,6 @@ func text(role, s string) wire.Message {
 	return wire.Message{Role: role, Content: []wire.Block{{Type: wire.BlockText, Text: s}}}
 }
 
-func TestCacheText(t *testing.T) {
-	r := wire.Request{
-		System: []wire.Block{{Type: wire.BlockText, Text: "You are a DeFi analyst."}},
-		Messages: []wire.Message{
-			text("user", "first question"),
-			text("assistant", "an answer"),
-			text("user", "second question"),
-			text("assistant", "another answer"),
-			text("user", "third question"),
-		},
-	}
-	got := cacheText(&r)
-	want := "You are a DeFi analyst.\n---\nthird question\nsecond question\n"
-	if got != want {
-		t.Fatalf("cacheText = %q, want %q", got, want)
-	}
-	// Assistant turns never count, and the first question is past the window.
-	if strings.Contains(got, "answer") || strings.Contains(got, "first") {
-		t.Fatalf("cacheText kept text it must not: %q", got)
-	}
-}
-
-func TestLookupable(t *testing.T) {
-	toolTail := wire.Request{Messages: []wire.Message{
-		text("user", "what is the price of ETH?"),
-		{Role: "assistant", Content: []wire.Block{{Type: wire.BlockToolUse, ID: "t1", Name: "price"}}},
-		{Role: "user", Content: []wire.Block{{Type: wire.BlockToolResult, ID: "t1", Text: "3100"}}},
-	}}
-	for _, c := range []struct {
-		name string
-		r    wire.Request
-		want bool
-	}{
-		{"question", wire.Request{Messages: []wire.Message{text("user", "hello there")}}, true},
-		{"tool result tail", toolTail, false},
-		{"assistant tail", wire.Request{Messages: []wire.Message{text("user", "q"), text("assistant", "prefill")}}, false},
-		{"blank", wire.Request{Messages: []wire.Message{text("user", "   ")}}, false},
-		{"empty", wire.Request{}, false},
-	} {
-		if got := lookupable(&c.r); got != c.want {
-			t.Errorf("%s: lookupable = %v, want %v", c.name, got, c.want)
-		}
-	}
-}
-
-func TestSignatureSeparatesNearMisses(t *testing.T) {
-	differ := [][2]string{
-		{"Supply 500 USDC to Morpho on Base.", "Supply 500 USDC to Aave on Base."},
-		{"How do I enable 2FA on my account?", "How do I disable 2FA on my account?"},
-		{"Buy 100 ETH at market.", "Buy 1000 ETH at market."},
-		{"Open a long position on BTC.", "Open a short position on BTC."},
-		{"Bridge 2 ETH from Base to Arbitrum.", "Bridge 2 ETH from Base to Optimism."},
-		{"Should I stake my tokens?", "Should I not stake my tokens?"},
-		{"Send it to 0x52908400098527886E0F7030069857D2E4169EE7.", "Send it to 0x8617E340B3D01FA5F11F306F4090FD50E238070D."},
-	}
-	for _, d := range differ {
-		if agree(words(d[0]), words(d[1])) {
-			t.Errorf("%q and %q agree (salient %q / %q)", d[0], d[1], words(d[0]).salient, words(d[1]).salient)
-		}
-	}
-	same := [][2]string{
-		{"What is the capital of France?", "what's the capital city of france?"},
-		{"Explain how Uniswap works.", "Can you explain how Uniswap works?"},
-		{"Summarize the latest ETH news", "Give me a summary of the latest ETH news"},
-		{"What does impermanent loss mean?", "Please explain what impermanent loss means."},
-	}
-	for _, s := range same {
-		if !agree(words(s[0]), words(s[1])) {
-			t.Errorf("paraphrases %q / %q disagree (salient %q / %q)", s[0], s[1], words(s[0]).salient, words(s[1]).salient)
-		}
-	}
-}
-
-func TestGuardExactPart(t *testing.T) {
-	cfg, _ = parseConfig(&rawConfig{})
-	q := wire.Request{Model: "gpt-4o", Tools: []wire.Tool{{Name: "b"}, {Name: "a"}}}
-	same := wire.Request{Model: "gpt-4o", Tools: []wire.Tool{{Name: "a"}, {Name: "b"}}}
-	if exactGuard(&q) != exactGuard(&same) {
-		t.Error("tool order changed the guard")
-	}
-	other := q
-	other.Model = "claude-x"
-	if exactGuard(&other) == exactGuard(&q) {
-		t.Error("another model has the same guard (match_model is on)")
-	}
-	if exactGuard(&wire.Request{Model: "gpt-4o"}) == exactGuard(&q) {
-		t.Error("an answer given with other tools has the same guard")
-	}
-}
-
 func TestPrivate(t *testing.T) {
 	for _, c := range []struct {
 		text string
@@ -120,9 +30,9 @@ func TestPrivate(t *testing.T) {
 }
 
 func TestMissRoundTrip(t *testing.T) {
-	m := miss{id: "abc", vec: []float32{0.5, -0.25, 1}, exact: "gpt-4o|", text: "supply USDC to Morpho", ttl: 90 * time.Second}
+	m := miss{id: "abc", vec: []float32{0.5, -0.25, 1}, ctx: "0123abcd", text: "supply USDC to Morpho", ttl: 90 * time.Second}
 	got, ok := decodeMiss(encodeMiss(m))
-	if !ok || got.id != m.id || got.exact != m.exact || got.text != m.text || got.ttl != m.ttl ||
+	if !ok || got.id != m.id || got.ctx != m.ctx || got.text != m.text || got.ttl != m.ttl ||
 		len(got.vec) != 3 || got.vec[1] != -0.25 {
 		t.Fatalf("round trip: %+v %v", got, ok)
 	}
@@ -165,3 +75,187 @@ func TestConfig(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestQuestionLeavesRemindersToTheContext(t *testing.T) {
+	reminder := "<system-reminder>\nThe user opened config.toml in the IDE.\n</system-reminder>"
+	r := wire.Request{
+		System: []wire.Block{{Type: wire.BlockText, Text: "You are Claude Code."}},
+		Messages: []wire.Message{
+			text("user", "first question"),
+			text("assistant", "an answer"),
+			{Role: "user", Content: []wire.Block{
+				{Type: wire.BlockText, Text: reminder},
+				{Type: wire.BlockText, Text: "What does $? mean in bash?"},
+				{Type: wire.BlockText, Text: "<system-reminder>todo list is empty</system-reminder>"},
+			}},
+		},
+	}
+	if got := question(&r); got != "What does $? mean in bash?" {
+		t.Fatalf("question = %q", got)
+	}
+	// A reminder inside the caller's text block is cut out of it too.
+	r.Messages[2].Content = []wire.Block{{Type: wire.BlockText, Text: "why is the sky blue? " + reminder}}
+	if got := question(&r); got != "why is the sky blue?" {
+		t.Fatalf("question = %q", got)
+	}
+	// Only reminders: nothing asked, nothing to look up.
+	r.Messages[2].Content = []wire.Block{{Type: wire.BlockText, Text: reminder}}
+	if lookupable(&r) {
+		t.Fatal("a turn of reminders only is lookupable")
+	}
+	// An unclosed tag is the caller's own text.
+	if own, inj := splitReminders("what is <system-reminder> for?"); own != "what is <system-reminder> for?" || inj != nil {
+		t.Fatalf("unclosed: %q %q", own, inj)
+	}
+}
+
+func TestLookupable(t *testing.T) {
+	toolTail := wire.Request{Messages: []wire.Message{
+		text("user", "what is the price of ETH?"),
+		{Role: "assistant", Content: []wire.Block{{Type: wire.BlockToolUse, ID: "t1", Name: "price"}}},
+		{Role: "user", Content: []wire.Block{{Type: wire.BlockToolResult, ID: "t1", Text: "3100"}}},
+	}}
+	// A tool result with the user's text beside it is still a tool round.
+	toolAndText := wire.Request{Messages: []wire.Message{
+		text("user", "what is the price of ETH?"),
+		{Role: "assistant", Content: []wire.Block{{Type: wire.BlockToolUse, ID: "t1", Name: "price"}}},
+		{Role: "user", Content: []wire.Block{{Type: wire.BlockToolResult, ID: "t1", Text: "3100"}, {Type: wire.BlockText, Text: "and in euros?"}}},
+	}}
+	for _, c := range []struct {
+		name string
+		r    wire.Request
+		want bool
+	}{
+		{"question", wire.Request{Messages: []wire.Message{text("user", "hello there")}}, true},
+		{"tool result tail", toolTail, false},
+		{"tool result and text", toolAndText, false},
+		{"assistant tail", wire.Request{Messages: []wire.Message{text("user", "q"), text("assistant", "prefill")}}, false},
+		{"blank", wire.Request{Messages: []wire.Message{text("user", "   ")}}, false},
+		{"empty", wire.Request{}, false},
+	} {
+		if got := lookupable(&c.r); got != c.want {
+			t.Errorf("%s: lookupable = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestContextHash: everything but the question and what never changes an
+// answer is context.
+func TestContextHash(t *testing.T) {
+	base := func() wire.Request {
+		return wire.Request{
+			Model:  "claude-sonnet-4-5",
+			System: []wire.Block{{Type: wire.BlockText, Text: strings.Repeat("You are an agent. ", 1200)}},
+			Messages: []wire.Message{
+				text("user", "earlier question"),
+				text("assistant", "earlier answer"),
+				{Role: "user", Content: []wire.Block{
+					{Type: wire.BlockText, Text: "<system-reminder>cwd is /repo</system-reminder>"},
+					{Type: wire.BlockText, Text: "write a haiku about the mountains 7"},
+				}},
+			},
+			Tools:  []wire.Tool{{Name: "Edit", Description: "edit a file", Schema: []byte(`{"type":"object"}`)}},
+			Params: wire.Params{Set: wire.HasMaxTokens | wire.HasTemperature, MaxTokens: 32000, Temperature: 1},
+			Extra:  []byte(`{"metadata":{"user_id":"session-1"},"thinking":{"type":"enabled","budget_tokens":1024}}`),
+		}
+	}
+	ref := contextHash(ptr(base()), true)
+	same := map[string]func(r *wire.Request){
+		"another question": func(r *wire.Request) { r.Messages[2].Content[1].Text = "write a poem about the sea 7" },
+		"another session": func(r *wire.Request) {
+			r.Extra = []byte(`{"thinking":{"type":"enabled","budget_tokens":1024},"metadata":{"user_id":"s2"}}`)
+		},
+		"cache_control moved": func(r *wire.Request) {
+			r.Messages[0].Content[0].CacheControl = []byte(`{"type":"ephemeral"}`)
+		},
+		"stream": func(r *wire.Request) { r.Stream = true },
+	}
+	for name, f := range same {
+		r := base()
+		f(&r)
+		if contextHash(&r, true) != ref {
+			t.Errorf("%s changed the context", name)
+		}
+	}
+	differ := map[string]func(r *wire.Request){
+		"model":          func(r *wire.Request) { r.Model = "claude-opus-4-1" },
+		"system prompt":  func(r *wire.Request) { r.System[0].Text += "!" },
+		"earlier turn":   func(r *wire.Request) { r.Messages[0].Content[0].Text = "another earlier question" },
+		"earlier answer": func(r *wire.Request) { r.Messages[1].Content[0].Text = "another answer" },
+		"reminder": func(r *wire.Request) {
+			r.Messages[2].Content[0].Text = "<system-reminder>cwd is /other</system-reminder>"
+		},
+		"tool":            func(r *wire.Request) { r.Tools[0].Description = "edit files" },
+		"tool extra":      func(r *wire.Request) { r.Tools[0].Extra = []byte(`{"defer_loading":true}`) },
+		"tool set":        func(r *wire.Request) { r.Tools = append(r.Tools, wire.Tool{Name: "Write"}) },
+		"tool_choice":     func(r *wire.Request) { r.ToolChoice = []byte(`{"type":"any"}`) },
+		"temperature":     func(r *wire.Request) { r.Params.Temperature = 0 },
+		"max_tokens":      func(r *wire.Request) { r.Params.MaxTokens = 100 },
+		"seed":            func(r *wire.Request) { r.Params.Set |= wire.HasSeed; r.Params.Seed = 7 },
+		"stop":            func(r *wire.Request) { r.Params.Stop = []string{"\n\n"} },
+		"thinking budget": func(r *wire.Request) { r.Extra = []byte(`{"thinking":{"type":"enabled","budget_tokens":4096}}`) },
+		"image in the question": func(r *wire.Request) {
+			r.Messages[2].Content = append(r.Messages[2].Content, wire.Block{Type: wire.BlockImage, Data: []byte(`{"type":"url","url":"https://x/y.png"}`)})
+		},
+		"a turn less": func(r *wire.Request) { r.Messages = r.Messages[2:] },
+	}
+	for name, f := range differ {
+		r := base()
+		f(&r)
+		if contextHash(&r, true) == ref {
+			t.Errorf("%s did not change the context", name)
+		}
+	}
+	other := base()
+	other.Model = "gpt-4o"
+	if contextHash(&other, false) != contextHash(ptr(base()), false) {
+		t.Error("match_model = false: the model still changes the context")
+	}
+}
+
+// TestGuard: the near misses of issue 11 and its kinds, and what the
+// normaliser forgives.
+func TestGuard(t *testing.T) {
+	differ := [][2]string{
+		{"What does docker run -p 8080:80 do?", "What does docker run -p 80:8080 do?"},
+		{"How do I run a single test with pytest?", "How do I run a single test with unittest?"},
+		{"What does $? mean in bash?", "What does $! mean in bash?"},
+		{"When should a Go function take *int?", "When should a Go function take int?"},
+		{"write a haiku about the mountains 7", "write a poem about the sea 7"},
+		{"What does photosynthesis mean?", "What does latency mean?"},
+		{"Supply 500 USDC to Morpho on Base.", "Supply 500 USDC to Aave on Base."},
+		{"How do I enable 2FA on my account?", "How do I disable 2FA on my account?"},
+		{"Bridge 2 ETH from Base to Arbitrum.", "Bridge 2 ETH from Arbitrum to Base."},
+		{"Why does my code compile?", "Why doesn't my code compile?"},
+		{"Is 7 greater than 12?", "Is 12 greater than 7?"},
+		{"What does the -r flag do in cp?", "What does the -f flag do in cp?"},
+		{"hello", "thanks"},
+		{"In Rust what does ? do after a call?", "In Rust what does ! do after a call?"},
+	}
+	for _, d := range differ {
+		a, b := normalize(d[0]), normalize(d[1])
+		if sameQuestion(a, b) {
+			t.Errorf("%q and %q are one question to the strict guard (%q)", d[0], d[1], contentText(a))
+		}
+		if sameSalient(a, b) && d[0] != "write a haiku about the mountains 7" && d[0] != "What does photosynthesis mean?" &&
+			d[0] != "How do I run a single test with pytest?" && d[0] != "hello" {
+			t.Errorf("%q and %q agree on their salient words (%q / %q)", d[0], d[1], contentText(a), contentText(b))
+		}
+	}
+	same := [][2]string{
+		{"What is a goroutine?", "what is a goroutine??"},
+		{"How do I exit vim?", "Can you tell me how do I exit Vim ?"},
+		{"What's the capital of Japan?", "whats the capital of japan"},
+		{"In Go, how do I read a file line by line?", "How do I read a file line by line in Go?"},
+		{"What does `git rebase -i` do?", "what does git rebase -i do?"},
+		{"What is the difference between TCP and UDP?", "what's the difference between udp and tcp"},
+		{"Explain impermanent loss", "What is impermanent loss?"},
+		{"How do I delete a docker image?", "how do I remove a docker image"},
+		{"Supply 500 USDC to Morpho on Base", "On Base, deposit 500 USDC into Morpho"},
+	}
+	for _, s := range same {
+		if a, b := normalize(s[0]), normalize(s[1]); !sameQuestion(a, b) {
+			t.Errorf("%q / %q are not one question: %q / %q", s[0], s[1], contentText(a), contentText(b))
+		}
+	}
+}
