@@ -477,9 +477,9 @@ func (g *Gateway) encodeBody(x *pipeline.Exchange, call *wire.UpstreamCall, rout
 		// sampling ranges. They read the caller's Extra, so they run before
 		// it is dropped below.
 		x.StructuredTool = ""
-		var honoured []string
+		var honoured, dropped []string
 		if call.BodyDialect != x.Meta.Dialect {
-			req, honoured = translateRequest(x, req, call.BodyDialect)
+			req, honoured, dropped = translateRequest(x, req, call.BodyDialect)
 		}
 		if call.BodyDialect != x.Meta.Dialect && len(req.Extra) > 0 {
 			// Unknown top-level fields are the caller's dialect's: they mean
@@ -490,9 +490,12 @@ func (g *Gateway) encodeBody(x *pipeline.Exchange, call *wire.UpstreamCall, rout
 			req = &cp
 			// Members the adapter sets itself (BodyMerge) are not dropped.
 			jsonscan.EachMember(call.BodyMerge, func(k, _ []byte) { honoured = append(honoured, string(k)) })
-			if dropped := droppedFields(x.Req.Extra, honoured...); dropped != "" {
-				x.Degraded = append(x.Degraded, "dropped-fields:"+dropped)
+			if top := droppedFields(x.Req.Extra, honoured...); top != "" {
+				dropped = append(strings.Split(top, ","), dropped...)
 			}
+		}
+		if len(dropped) > 0 { // top-level fields first, then nested ones (translate.go)
+			addDegraded(x, "dropped-fields:"+strings.Join(dropped, ","))
 		}
 		b, err := codecFor(call.BodyDialect).EncodeRequest(req)
 		if err != nil {

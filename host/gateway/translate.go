@@ -19,14 +19,29 @@ package gateway
 //     upstream's range is clamped, with a degraded note such as
 //     "temperature-clamped:1.6>1".
 //
-// Both apply only when the gateway encodes a request for an upstream of
+//   - Unknown members below the top level (wire Extra of messages, blocks
+//     and tools: Claude Code's tool "defer_loading", text "citations",
+//     OpenAI's function "strict", …) are the caller's dialect's: they are
+//     dropped, named in the "dropped-fields:" note ("tools[].defer_loading"),
+//     and so are Anthropic server tools ("tools[web_search]") for an OpenAI
+//     upstream.
+//   - Mid-conversation system messages. OpenAI upstreams take them in place
+//     (system messages). For an Anthropic upstream those of an OpenAI
+//     caller are moved into the top-level system prompt, as before they
+//     were modelled (only some Anthropic models accept them in place), with
+//     the note "system-moved"; an Anthropic caller's go as it sent them.
+//
+// All apply only when the gateway encodes a request for an upstream of
 // another dialect; a pristine passthrough is never touched.
 
 import (
 	"encoding/json"
+	"sort"
 	"strconv"
 
+	"github.com/bardoinference/bardo/host/dialect/anthropic"
 	"github.com/bardoinference/bardo/host/pipeline"
+	"github.com/bardoinference/bardo/sdk/jsonscan"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -39,15 +54,26 @@ const structuredToolDefault = "json_response"
 // failover may encode it for another provider). It sets x.StructuredTool
 // and appends degraded notes. honoured lists the caller's Extra fields the
 // translation took care of (not to be reported as dropped).
-func translateRequest(x *pipeline.Exchange, req *wire.Request, up wire.Dialect) (out *wire.Request, honoured []string) {
+func translateRequest(x *pipeline.Exchange, req *wire.Request, up wire.Dialect) (out *wire.Request, honoured, dropped []string) {
 	out = req
+	if cp, names := withoutNestedExtras(req, up); cp != nil {
+		out, dropped = cp, names
+	}
+	if x.Meta.Dialect != wire.DialectAnthropic && up == wire.DialectAnthropic && hasSystemMessages(out) {
+		if out == req {
+			cp := *req
+			out = &cp
+		}
+		hoistSystem(out)
+		addDegraded(x, "system-moved")
+	}
 	if x.Meta.Dialect == wire.DialectOpenAI && up == wire.DialectAnthropic {
 		if name, schema, ok := responseFormat(req.Extra); ok {
 			if forcesTool(req) {
 				addDegraded(x, "structured-output-unsupported")
 			} else {
 				cp := *out
-				cp.Tools = append(append([]wire.Tool(nil), req.Tools...), wire.Tool{
+				cp.Tools = append(append([]wire.Tool(nil), out.Tools...), wire.Tool{
 					Name:        name,
 					Description: "Respond with a JSON object matching this schema. Call this tool exactly once, with the whole answer as its input.",
 					Schema:      schema,
@@ -70,7 +96,122 @@ func translateRequest(x *pipeline.Exchange, req *wire.Request, up wire.Dialect) 
 			addDegraded(x, n)
 		}
 	}
-	return out, honoured
+	return out, honoured, dropped
+}
+
+// withoutNestedExtras returns a copy of req without the Extra of its system
+// blocks, messages, their blocks and its tools, and without Anthropic server
+// tools when up is not Anthropic, naming what it dropped; nil when there is
+// nothing to drop. req is left as it is: a failover may encode it for an
+// upstream of the caller's own dialect.
+func withoutNestedExtras(req *wire.Request, up wire.Dialect) (*wire.Request, []string) {
+	seen := map[string]bool{}
+	var names []string
+	note := func(where string, extra []byte) {
+		jsonscan.EachMember(extra, func(k, _ []byte) {
+			n := where + "." + string(k)
+			if !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
+		})
+	}
+	blocks := func(where string, bs []wire.Block) []wire.Block {
+		var out []wire.Block
+		for i := range bs {
+			if bs[i].Extra == nil {
+				continue
+			}
+			if out == nil {
+				out = append([]wire.Block(nil), bs...)
+			}
+			note(where, bs[i].Extra)
+			out[i].Extra = nil
+		}
+		if out == nil {
+			return bs
+		}
+		return out
+	}
+	cp := *req
+	cp.System = blocks("system[]", req.System)
+	var msgs []wire.Message
+	for i := range req.Messages {
+		m := req.Messages[i]
+		content := blocks("messages[].content[]", m.Content)
+		if m.Extra == nil && (len(m.Content) == 0 || &content[0] == &m.Content[0]) {
+			continue // nothing dropped here
+		}
+		if msgs == nil {
+			msgs = append([]wire.Message(nil), req.Messages...)
+		}
+		note("messages[]", m.Extra)
+		m.Extra, m.Content = nil, content
+		msgs[i] = m
+	}
+	if msgs != nil {
+		cp.Messages = msgs
+	}
+	var tools []wire.Tool
+	changed := false
+	for i := range req.Tools {
+		t := req.Tools[i]
+		if t.Extra != nil {
+			changed = true
+			if up != wire.DialectAnthropic && anthropic.ServerTool(&t) {
+				n := "tools[" + cmpOr(t.Name, "server") + "]"
+				if !seen[n] {
+					seen[n] = true
+					names = append(names, n)
+				}
+				continue
+			}
+			note("tools[]", t.Extra)
+			t.Extra = nil
+		}
+		tools = append(tools, t)
+	}
+	if changed {
+		cp.Tools = tools
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	sort.Strings(names)
+	return &cp, names
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// hasSystemMessages reports whether req has system messages inside the
+// conversation.
+func hasSystemMessages(req *wire.Request) bool {
+	for i := range req.Messages {
+		if req.Messages[i].Role == "system" {
+			return true
+		}
+	}
+	return false
+}
+
+// hoistSystem moves the conversation's system messages, in order, to the end
+// of the top-level system prompt (req is a copy whose slices it replaces).
+func hoistSystem(req *wire.Request) {
+	sys := append([]wire.Block(nil), req.System...)
+	msgs := make([]wire.Message, 0, len(req.Messages))
+	for _, m := range req.Messages {
+		if m.Role == "system" {
+			sys = append(sys, m.Content...)
+			continue
+		}
+		msgs = append(msgs, m)
+	}
+	req.System, req.Messages = sys, msgs
 }
 
 // responseFormat reads an OpenAI response_format from the caller's extra

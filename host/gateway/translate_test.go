@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -161,4 +163,66 @@ func TestClampSampling(t *testing.T) {
 	if body = encodeFor(t, x, wire.DialectOpenAI); !strings.Contains(body, `"temperature":1.6`) || len(x.Degraded) != 0 {
 		t.Errorf("same-dialect body %s degraded %v", body, x.Degraded)
 	}
+}
+
+// Issue 11 (items 4, 5): an Anthropic caller's mid-conversation system
+// message and unknown members, re-encoded (not pristine) for each dialect.
+func TestTranslateSystemMessagesAndNestedExtras(t *testing.T) {
+	const in = `{"model":"claude-x","max_tokens":9,"system":"top","messages":[` +
+		`{"role":"user","content":[{"type":"text","text":"hi","citations":null}]},` +
+		`{"role":"system","content":"be brief","cache_control":{"type":"ephemeral"}},` +
+		`{"role":"assistant","content":"ok"},{"role":"user","content":"q"}],` +
+		`"tools":[{"name":"Read","input_schema":{"type":"object"},"defer_loading":true},{"type":"web_search_20250305","name":"web_search"}]}`
+	anth := func() *pipeline.Exchange {
+		req, err := anthropic.DecodeRequest([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &pipeline.Exchange{Meta: wire.Meta{Dialect: wire.DialectAnthropic, Model: req.Model}, Req: req, Original: []byte(in)}
+	}
+
+	// Same dialect after a layer's change: everything as the caller sent it.
+	x := anth()
+	x.Pristine = false
+	if body := encodeFor(t, x, wire.DialectAnthropic); !jsonEqual(t, body, in) || len(x.Degraded) != 0 {
+		t.Fatalf("anthropic re-encode changed the request (%v):\n%s", x.Degraded, body)
+	}
+
+	// OpenAI upstream: the system message in place, the rest dropped and named.
+	x = anth()
+	body := encodeFor(t, x, wire.DialectOpenAI)
+	want := `{"model":"claude-x","max_completion_tokens":9,"messages":[{"role":"system","content":"top"},` +
+		`{"role":"user","content":"hi"},{"role":"system","content":"be brief"},` +
+		`{"role":"assistant","content":"ok"},{"role":"user","content":"q"}],` +
+		`"tools":[{"type":"function","function":{"name":"Read","parameters":{"type":"object"}}}]}`
+	if !jsonEqual(t, body, want) {
+		t.Fatalf("openai body\n%s\nwant\n%s", body, want)
+	}
+	if got := strings.Join(x.Degraded, ","); got != "dropped-fields:messages[].cache_control,messages[].content[].citations,tools[].defer_loading,tools[web_search]" {
+		t.Errorf("degraded %q", got)
+	}
+	if x.Req.Tools[0].Extra == nil || len(x.Req.Tools) != 2 || x.Req.Messages[1].Extra == nil {
+		t.Error("translating changed the caller's request")
+	}
+
+	// An OpenAI caller's system message after the first turn, for an
+	// Anthropic upstream: moved to the top-level system prompt, said so.
+	x = openaiExchange(t, `{"model":"claude-x","messages":[{"role":"system","content":"top"},{"role":"user","content":"hi"},{"role":"system","content":"later"},{"role":"user","content":"q"}]}`)
+	body = encodeFor(t, x, wire.DialectAnthropic)
+	if !strings.Contains(body, `"system":[{"type":"text","text":"top"},{"type":"text","text":"later"}]`) || strings.Contains(body, `"role":"system"`) ||
+		strings.Join(x.Degraded, ",") != "system-moved" {
+		t.Fatalf("anthropic body %s (%v)", body, x.Degraded)
+	}
+}
+
+func jsonEqual(t *testing.T, a, b string) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal([]byte(a), &x); err != nil {
+		t.Fatalf("%v: %s", err, a)
+	}
+	if err := json.Unmarshal([]byte(b), &y); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	return reflect.DeepEqual(x, y)
 }

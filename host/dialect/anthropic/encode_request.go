@@ -191,7 +191,8 @@ func appendCache(b, cc []byte) ([]byte, error) {
 }
 
 // appendContent writes blocks as message (or system) content: a plain string
-// when it is a single text block without cache_control, else an array.
+// when it is a single text block without cache_control or other members,
+// else an array.
 func appendContent(b []byte, blocks []wire.Block) ([]byte, error) {
 	n, only := 0, -1
 	for i := range blocks {
@@ -200,7 +201,7 @@ func appendContent(b []byte, blocks []wire.Block) ([]byte, error) {
 			only = i
 		}
 	}
-	if n == 1 && blocks[only].Type == wire.BlockText && blocks[only].CacheControl == nil {
+	if n == 1 && blocks[only].Type == wire.BlockText && blocks[only].CacheControl == nil && blocks[only].Extra == nil {
 		return jsonx.AppendString(b, blocks[only].Text), nil
 	}
 	b = append(b, '[')

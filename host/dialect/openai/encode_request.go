@@ -353,7 +353,7 @@ func (e *reqEncoder) message(m *wire.Message, first *bool) error {
 			nparts++
 			if bl.Type == wire.BlockText {
 				ntext++
-				textCache = textCache || bl.CacheControl != nil
+				textCache = textCache || bl.CacheControl != nil || bl.Extra != nil
 			}
 		}
 	}
