@@ -230,3 +230,19 @@ func TestLabelledPairs(t *testing.T) {
 		t.Log("wrong hit: " + w)
 	}
 }
+
+// TestHeldOutPairs is the target of issue 11 on pairs the design never saw:
+// agent_holdout.jsonl was written before the v2 key and guard and first
+// run once they were frozen. At the shipped threshold the strict guard must
+// hit at least 25% of same-answer pairs and at most 0.5% of the others.
+func TestHeldOutPairs(t *testing.T) {
+	m := measure(t, "testdata/agent_holdout.jsonl")
+	t.Log("\n" + m.table("testdata/agent_holdout.jsonl (held out)", shippedThreshold))
+	hit, wrong := m.rate(byStrict, shippedThreshold)
+	if wrong > 0.005 || hit < 0.25 {
+		t.Errorf("strict guard at %.2f: %.1f%% hits, %.1f%% wrong hits; want ≥ 25%% and ≤ 0.5%%", shippedThreshold, 100*hit, 100*wrong)
+	}
+	for _, w := range m.wrongHits(byStrict, shippedThreshold) {
+		t.Log("wrong hit: " + w)
+	}
+}
