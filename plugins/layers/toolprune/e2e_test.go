@@ -104,7 +104,9 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
-const question = "Good. What would I get if I swap 2 ETH for USDC right now? Check the price impact and slippage first."
+// question opens the session: the tools are chosen on it, and the turns
+// after it (a get_position call, "Go on.") keep them.
+const question = "What would I get if I swap 2 ETH for USDC right now? Check the price impact and slippage first."
 
 func openAIBody(tools []catalogTool) string {
 	var ts []any
@@ -116,11 +118,11 @@ func openAIBody(tools []catalogTool) string {
 		"model": "gpt-4o",
 		"messages": []any{
 			map[string]any{"role": "system", "content": "You are a careful DeFi operations agent."},
-			map[string]any{"role": "user", "content": "Check my Aave position first."},
+			map[string]any{"role": "user", "content": question},
 			map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
 				"id": "call_1", "type": "function", "function": map[string]any{"name": "get_position", "arguments": `{"protocol":"aave-v3","asset":"USDC"}`}}}},
 			map[string]any{"role": "tool", "tool_call_id": "call_1", "content": `{"supplied":"125000","borrowed":"41000","health_factor":"1.84"}`},
-			map[string]any{"role": "user", "content": question},
+			map[string]any{"role": "user", "content": "Go on."},
 		},
 		"tools":       ts,
 		"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "send_email"}},
@@ -141,12 +143,12 @@ func anthropicBody(tools []catalogTool) string {
 		"max_tokens": 200,
 		"system":     "You are a careful DeFi operations agent.",
 		"messages": []any{
-			map[string]any{"role": "user", "content": "Check my Aave position first."},
+			map[string]any{"role": "user", "content": question},
 			map[string]any{"role": "assistant", "content": []any{map[string]any{
 				"type": "tool_use", "id": "toolu_1", "name": "get_position", "input": map[string]any{"protocol": "aave-v3", "asset": "USDC"}}}},
 			map[string]any{"role": "user", "content": []any{
 				map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": `{"supplied":"125000","borrowed":"41000","health_factor":"1.84"}`},
-				map[string]any{"type": "text", "text": question}}},
+				map[string]any{"type": "text", "text": "Go on."}}},
 		},
 		"tools":       ts,
 		"tool_choice": map[string]any{"type": "tool", "name": "send_email"},
@@ -204,7 +206,9 @@ func TestPrunesFortyTools(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := post(t, g, tc.path, tc.body)
 			got, cached := upstreamTools(t, fake.Last().Body)
-			if len(got) > 12 || len(got) == 0 {
+			// 12 chosen on the first prompt, plus the called and the
+			// tool_choice tools when the choice did not hold them.
+			if len(got) > 14 || len(got) < 12 {
 				t.Fatalf("upstream got %d tools: %v", len(got), got)
 			}
 			for _, want := range []string{"send_email", "get_position", "swap_tokens", "get_swap_quote"} {

@@ -1,9 +1,12 @@
 // Command toolprune is layer L4, tool pruning: when a request offers more
-// tools than a threshold, it keeps only the most relevant ones for this turn
-// (keyword overlap between the recent conversation and each tool's name and
-// description, plus task-type hints), never removing a tool the conversation
-// already called or that tool_choice names, and sends the kept tools in their
-// original order so provider prefix caches still match. Opt-in, for big
+// tools than a threshold, it keeps only the most relevant ones (keyword
+// overlap between what the user wrote and each tool's name and description,
+// plus task-type hints), never removing an agent's core tools, a tool the
+// conversation called or named, or one tool_choice names. The decision is
+// taken on the session's first prompt, which every later request repeats,
+// so a session is sent the same tools on every turn and the provider's
+// prompt cache (tools come first in it) is never broken by the layer; it
+// only grows when a later turn asks for a removed tool. Opt-in, for big
 // catalogs, meta-tool mode (meta.go) shows the model three meta-tools
 // instead and runs the search loop inside the gateway. See README.md.
 package main
@@ -13,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/wire"
@@ -23,7 +27,22 @@ const (
 	HeaderTools       = "X-Bardo-Tools"              // "<kept>/<total>"; "meta" or "meta-fallback" in meta-tool mode
 	HeaderSavedTokens = "X-Bardo-Tools-Saved-Tokens" // estimated prompt tokens removed
 	HeaderRounds      = "X-Bardo-Tools-Rounds"       // meta-tool mode: internal completions run
+	HeaderPruned      = "X-Bardo-Tools-Pruned"       // the removed tools' names, comma-separated
+	HeaderReason      = "X-Bardo-Tools-Reason"       // why the tools are what they are (reason* below)
 )
+
+// X-Bardo-Tools-Reason values.
+const (
+	reasonThreshold = "threshold"     // at or under threshold (or max_tools): nothing removed
+	reasonPinned    = "pinned"        // every tool is one the layer never removes
+	reasonSmall     = "small-saving"  // removing would save fewer than min_saved_tokens
+	reasonSession   = "session"       // pruned by the session's decision, on its first prompt
+	reasonGrown     = "session-grown" // that, plus tools later turns asked for
+	reasonTurn      = "turn"          // stability "turn": pruned on this turn's words
+)
+
+// maxPrunedHeader bounds X-Bardo-Tools-Pruned; the names past it are counted.
+const maxPrunedHeader = 1024
 
 // Metrics (exported as bardo_plugin_<name>{plugin="<layer name>"}).
 const (
@@ -34,7 +53,11 @@ const (
 	metricMeta        = "toolprune_meta_total"          // requests answered in meta-tool mode
 	metricMetaFalls   = "toolprune_meta_fallback_total" // meta-tool loops that fell back to pruning
 	metricMetaRounds  = "toolprune_meta_rounds_total"   // internal completions run by meta-tool loops
+	metricGrown       = "toolprune_grown_total"         // pruned requests whose session's tools grew
 )
+
+// defaultMinSaved is min_saved_tokens' default (README.md, "Cost model").
+const defaultMinSaved = 1024
 
 // toolOverhead approximates the JSON around one tool definition (keys,
 // quotes, braces: `{"type":"function","function":{"name":…,"description":…,
@@ -56,13 +79,23 @@ type rawConfig struct {
 	MetaAbove      *int          `json:"meta_tools_above"`
 	MetaRounds     *int          `json:"meta_max_rounds"`
 	MetaResults    *int          `json:"meta_search_results"`
+	Stability      *string       `json:"stability"`
+	CoreTools      *[]string     `json:"core_tools"`
+	KeepNamed      *bool         `json:"keep_system_named"`
+	StripTags      *[]string     `json:"strip_tags"`
+	MinSaved       *int          `json:"min_saved_tokens"`
 }
 
 type config struct {
 	threshold  int
 	maxTools   int
 	recent     int
-	alwaysKeep []string
+	alwaysKeep []string // core_tools + always_keep
+
+	session   bool // stability "session" (else "turn")
+	keepNamed bool // keep the tools the system prompt names
+	stripTags []string
+	minSaved  int // prune only when it removes at least this many tokens
 
 	metaAbove   int // meta-tool mode above this many tools; 0 = off
 	metaRounds  int // internal completions per caller request
@@ -100,12 +133,14 @@ func initLayer() error {
 		return err
 	}
 	cfg = c
+	setStripTags(c.stripTags)
 	setHints(hints)
 	return nil
 }
 
 func parseConfig(raw *rawConfig) (config, []hintConfig, error) {
-	c := config{threshold: 16, maxTools: 12, recent: 6, metaRounds: 4, metaResults: 8}
+	c := config{threshold: 16, maxTools: 12, recent: 6, metaRounds: 4, metaResults: 8,
+		session: true, keepNamed: true, minSaved: defaultMinSaved}
 	for _, f := range []struct {
 		v   *int
 		dst *int
@@ -123,6 +158,21 @@ func parseConfig(raw *rawConfig) (config, []hintConfig, error) {
 	if raw.RecentMessages != nil {
 		c.recent = *raw.RecentMessages
 	}
+	if raw.MinSaved != nil {
+		c.minSaved = *raw.MinSaved
+	}
+	if raw.KeepNamed != nil {
+		c.keepNamed = *raw.KeepNamed
+	}
+	if raw.Stability != nil {
+		switch *raw.Stability {
+		case "session":
+		case "turn":
+			c.session = false
+		default:
+			return c, nil, errors.New(`toolprune: stability must be "session" or "turn"`)
+		}
+	}
 	switch {
 	case c.threshold < 0:
 		return c, nil, errors.New("toolprune: threshold must be >= 0")
@@ -130,6 +180,8 @@ func parseConfig(raw *rawConfig) (config, []hintConfig, error) {
 		return c, nil, errors.New("toolprune: max_tools must be >= 1")
 	case c.recent < 0:
 		return c, nil, errors.New("toolprune: recent_messages must be >= 0")
+	case c.minSaved < 0:
+		return c, nil, errors.New("toolprune: min_saved_tokens must be >= 0")
 	case c.metaAbove < 0:
 		return c, nil, errors.New("toolprune: meta_tools_above must be >= 0 (0 = off)")
 	case c.metaRounds < 1 || c.metaRounds > maxMetaRounds:
@@ -137,7 +189,20 @@ func parseConfig(raw *rawConfig) (config, []hintConfig, error) {
 	case c.metaResults < 1 || c.metaResults > maxMetaResults:
 		return c, nil, errors.New("toolprune: meta_search_results must be 1.." + strconv.Itoa(maxMetaResults))
 	}
-	c.alwaysKeep = append(c.alwaysKeep, raw.AlwaysKeep...)
+	core := defaultCoreTools
+	if raw.CoreTools != nil {
+		core = *raw.CoreTools
+	}
+	c.alwaysKeep = append(append(c.alwaysKeep, core...), raw.AlwaysKeep...)
+	c.stripTags = defaultStripTags
+	if raw.StripTags != nil {
+		c.stripTags = *raw.StripTags
+	}
+	for _, t := range c.stripTags {
+		if t == "" || strings.ContainsAny(t, "<>/ \t\n") {
+			return c, nil, errors.New("toolprune: strip_tags: " + strconv.Quote(t) + " is not a tag name")
+		}
+	}
 	hints := defaultHints
 	if raw.Hints != nil {
 		hints = *raw.Hints
@@ -188,48 +253,104 @@ func prune(req *wire.LayerRequest, res *wire.LayerResult) {
 	tools := req.Request.Tools
 	total := len(tools)
 	if total <= cfg.threshold || total <= cfg.maxTools {
-		pass(res, total)
+		pass(res, total, reasonThreshold)
 		return
 	}
-	keep := selectTools(&req.Request, cfg)
-	kept := 0
-	for _, k := range keep {
-		if k {
-			kept++
-		}
-	}
-	if kept == total {
-		pass(res, total)
-		return
-	}
-	out := make([]wire.Tool, 0, kept)
-	removedBytes := 0
+	keep, grown := selectTools(&req.Request, &cfg)
+	kept, removedBytes := 0, 0
 	for i := range tools {
 		if keep[i] {
-			out = append(out, tools[i])
+			kept++
 		} else {
 			removedBytes += toolBytes(&tools[i])
 		}
 	}
-	moveCacheControl(tools, keep, out)
 	saved := removedBytes / 4
+	switch {
+	case kept == total:
+		pass(res, total, reasonPinned)
+		return
+	case saved < cfg.minSaved:
+		pass(res, total, reasonSmall)
+		return
+	}
+	out := make([]wire.Tool, 0, kept)
+	for i := range tools {
+		if keep[i] {
+			out = append(out, tools[i])
+		}
+	}
+	moveCacheControl(tools, keep, out)
+	reason := reasonTurn
+	if cfg.session {
+		reason = reasonSession
+		if grown {
+			reason = reasonGrown
+		}
+	}
 
 	res.Patched = wire.PartTools
 	res.Request.Tools = out
 	res.Request.ToolChoice = req.Request.ToolChoice // the part is tools + tool_choice
 	res.Headers = append(res.Headers,
 		wire.KV{Key: HeaderTools, Value: strconv.Itoa(kept) + "/" + strconv.Itoa(total)},
-		wire.KV{Key: HeaderSavedTokens, Value: strconv.Itoa(saved)})
+		wire.KV{Key: HeaderSavedTokens, Value: strconv.Itoa(saved)},
+		wire.KV{Key: HeaderPruned, Value: prunedList(tools, keep)},
+		wire.KV{Key: HeaderReason, Value: reason})
 	plugin.CounterAdd(metricPruned, 1)
 	plugin.CounterAdd(metricRemoved, float64(total-kept))
 	plugin.CounterAdd(metricSavedTokens, float64(saved))
+	if grown {
+		plugin.CounterAdd(metricGrown, 1)
+	}
+}
+
+// prunedList is the X-Bardo-Tools-Pruned value: the removed tools' names,
+// in order, comma-separated; past maxPrunedHeader bytes the rest are
+// counted ("…,+12 more").
+func prunedList(tools []wire.Tool, keep []bool) string {
+	var b strings.Builder
+	left := 0
+	for i := range tools {
+		if !keep[i] {
+			left++
+		}
+	}
+	for i := range tools {
+		if keep[i] {
+			continue
+		}
+		name := tools[i].Name
+		if b.Len()+len(name)+1 > maxPrunedHeader || !headerSafe(name) {
+			b.WriteString(",+" + strconv.Itoa(left) + " more")
+			break
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(name)
+		left--
+	}
+	return strings.TrimPrefix(b.String(), ",")
+}
+
+// headerSafe reports whether s can go in a header value as it is.
+func headerSafe(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f || c == ',' {
+			return false
+		}
+	}
+	return true
 }
 
 // pass leaves the tools as they are: no patch, so the caller's bytes can
 // still be forwarded untouched.
-func pass(res *wire.LayerResult, total int) {
+func pass(res *wire.LayerResult, total int, reason string) {
 	n := strconv.Itoa(total)
-	res.Headers = append(res.Headers, wire.KV{Key: HeaderTools, Value: n + "/" + n})
+	res.Headers = append(res.Headers,
+		wire.KV{Key: HeaderTools, Value: n + "/" + n},
+		wire.KV{Key: HeaderReason, Value: reason})
 	plugin.CounterAdd(metricPassed, 1)
 }
 
@@ -269,29 +390,72 @@ var (
 	pinScratch   []string
 )
 
-// selectTools returns, per tool, whether it is kept (valid until the next call).
-func selectTools(r *wire.Request, c config) []bool {
+// selectTools returns, per tool, whether it is kept (valid until the next
+// call), and whether, in a session, tools were added to the first prompt's
+// choice because later turns asked for them.
+//
+// Kept, always: core_tools and always_keep, the tools the system prompt or
+// a user message names (needsOf), the tools the conversation called and the
+// one tool_choice names. The rest of max_tools goes to the best scores.
+// With stability "session" the choice is made on the session's first prompt
+// alone, the same on every turn; what later turns call, name or ask for in
+// so many words is added to it, never swapped in.
+func selectTools(r *wire.Request, c *config) (keep []bool, grown bool) {
 	tools := r.Tools
-	keep := append(keepScratch[:0], make([]bool, len(tools))...)
+	keep = append(keepScratch[:0], make([]bool, len(tools))...)
 	keepScratch = keep
-	pinned := append(pinnedNames(r), c.alwaysKeep...)
-	nPinned := 0
+	scores := scoreTools(r, c)
 	for i := range tools {
-		if isPinned(pinned, tools[i].Name) {
+		if isPinned(c.alwaysKeep, tools[i].Name) {
 			keep[i] = true
-			nPinned++
 		}
 	}
-	room := c.maxTools - nPinned
-	if room <= 0 {
-		return keep
+	if c.keepNamed {
+		markNamedInSystem(r, keep)
 	}
-	scores := scoreTools(r, c.recent)
-	// The room best unpinned tools: highest score first, ties to the
-	// earlier tool. top stays sorted that way; scanning in original order,
-	// a tool enters only if it beats the last of a full top.
-	top := orderScratch[:0]
+	called := pinnedNames(r)
+	if !c.session {
+		pin(keep, tools, called)
+		markNeeds(r.Messages[max(0, len(r.Messages)-c.recent):], keep, false)
+		fillTop(keep, scores, c.maxTools)
+		return keep, false
+	}
+	from, to := firstPrompt(r.Messages)
+	markNeeds(r.Messages[from:to], keep, false)
+	fillTop(keep, scores, c.maxTools)
+	n := pin(keep, tools, called)
+	n += markNeeds(r.Messages[to:], keep, true)
+	return keep, n > 0
+}
+
+// pin keeps the tools named in names and returns how many it added.
+func pin(keep []bool, tools []wire.Tool, names []string) int {
+	n := 0
 	for i := range tools {
+		if !keep[i] && isPinned(names, tools[i].Name) {
+			keep[i] = true
+			n++
+		}
+	}
+	return n
+}
+
+// fillTop keeps the best-scoring tools until maxTools are kept: highest
+// score first, ties to the earlier tool.
+func fillTop(keep []bool, scores []int, maxTools int) {
+	room := maxTools
+	for _, k := range keep {
+		if k {
+			room--
+		}
+	}
+	if room <= 0 {
+		return
+	}
+	// top stays sorted best first; scanning in original order, a tool
+	// enters only if it beats the last of a full top.
+	top := orderScratch[:0]
+	for i := range keep {
 		if keep[i] {
 			continue
 		}
@@ -311,7 +475,6 @@ func selectTools(r *wire.Request, c config) []bool {
 	for _, i := range top {
 		keep[i] = true
 	}
-	return keep
 }
 
 // isPinned reports whether name is in pinned: a handful of names, compared

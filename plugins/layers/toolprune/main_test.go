@@ -84,6 +84,14 @@ func agentRequest(tools []wire.Tool, last string) wire.LayerRequest {
 	}
 }
 
+// firstAsk is a session whose first prompt is ask, after which the agent
+// read a position and the user said to go on.
+func firstAsk(tools []wire.Tool, ask string) wire.LayerRequest {
+	req := agentRequest(tools, "Go on.")
+	req.Request.Messages[0].Content = text(ask)
+	return req
+}
+
 func TestUnderThresholdPassesThrough(t *testing.T) {
 	h := plugintest.New(t, `{}`)
 	req := agentRequest(catalog(t)[:16], "Swap 1 ETH to USDC.")
@@ -104,8 +112,10 @@ func TestUnderThresholdPassesThrough(t *testing.T) {
 	}
 }
 
+// Stability "turn" (the rule before sessions): this turn's question picks
+// the tools.
 func TestPrunesToRelevantPinnedOriginalOrder(t *testing.T) {
-	h := plugintest.New(t, `{}`)
+	h := plugintest.New(t, `{"stability": "turn"}`)
 	all := catalog(t)
 	req := agentRequest(all, "What would I get if I swap 2 ETH for USDC right now? Check the price impact and slippage first.")
 	req.Request.ToolChoice = []byte(`{"type":"tool","name":"send_email"}`)
@@ -186,7 +196,7 @@ func TestHints(t *testing.T) {
 // The last user message outweighs older turns: the same conversation asks
 // about lending, then about news.
 func TestLastUserMessageWeighsMost(t *testing.T) {
-	h := plugintest.New(t, `{"max_tools": 3}`)
+	h := plugintest.New(t, `{"max_tools": 3, "stability": "turn"}`)
 	req := wire.LayerRequest{Request: wire.Request{Tools: catalog(t), Messages: []wire.Message{
 		{Role: "user", Content: text("Show my borrow rates on Compound.")},
 		{Role: "assistant", Content: text("Borrow APY is 4.1% on Compound.")},
@@ -207,7 +217,7 @@ func TestLastUserMessageWeighsMost(t *testing.T) {
 }
 
 func TestPinnedBeyondMaxTools(t *testing.T) {
-	h := plugintest.New(t, `{"threshold": 3, "max_tools": 2, "always_keep": ["calculate"]}`)
+	h := plugintest.New(t, `{"threshold": 3, "max_tools": 2, "always_keep": ["calculate"], "stability": "turn", "min_saved_tokens": 0}`)
 	all := catalog(t)[:30]            // holds get_position, which the conversation called
 	all = append(all, catalog(t)[99]) // calculate
 	req := agentRequest(all, "swap it")
@@ -220,6 +230,14 @@ func TestPinnedBeyondMaxTools(t *testing.T) {
 	}
 	if got := header(res.Headers, HeaderTools); got != "3/31" {
 		t.Fatalf("%s = %q", HeaderTools, got)
+	}
+	// In a session the first prompt's choice stays and the called and
+	// chosen tools are added to it, beyond max_tools.
+	h = plugintest.New(t, `{"threshold": 3, "max_tools": 2, "always_keep": ["calculate"], "min_saved_tokens": 0}`)
+	res = h.OnRequest(req)
+	want = []string{"get_token_price", "open_perp_position", "get_position", "calculate"}
+	if kept := names(res.Request.Tools); !slices.Equal(kept, want) || header(res.Headers, HeaderReason) != reasonGrown {
+		t.Fatalf("session: kept %v (%s), want %v", kept, header(res.Headers, HeaderReason), want)
 	}
 }
 
@@ -290,28 +308,34 @@ func TestCacheControlMoves(t *testing.T) {
 // the same tools with a cold cache, a warm one, and after a description
 // changes.
 func TestCacheIsTransparent(t *testing.T) {
-	h := plugintest.New(t, `{}`)
-	all := catalog(t)
-	asks := []string{"swap ETH", "news about Aave governance", "what is my health factor", "remind me tomorrow", "read config.yaml"}
-	var cold [][]string
-	for _, a := range asks {
-		resetCaches()
-		cold = append(cold, names(h.OnRequest(agentRequest(all, a)).Request.Tools))
-	}
-	for round := 0; round < 2; round++ {
-		for i, a := range asks {
-			if got := names(h.OnRequest(agentRequest(all, a)).Request.Tools); !slices.Equal(got, cold[i]) {
-				t.Fatalf("warm %q: %v, cold %v", a, got, cold[i])
+	for _, mode := range []string{"session", "turn"} {
+		h := plugintest.New(t, `{"stability": "`+mode+`"}`)
+		ask := agentRequest // the question last
+		if mode == "session" {
+			ask = firstAsk // the question first
+		}
+		all := catalog(t)
+		asks := []string{"swap ETH", "news about Aave governance", "what is my health factor", "remind me tomorrow", "read config.yaml"}
+		var cold [][]string
+		for _, a := range asks {
+			resetCaches()
+			cold = append(cold, names(h.OnRequest(ask(all, a)).Request.Tools))
+		}
+		for round := 0; round < 2; round++ {
+			for i, a := range asks {
+				if got := names(h.OnRequest(ask(all, a)).Request.Tools); !slices.Equal(got, cold[i]) {
+					t.Fatalf("%s: warm %q: %v, cold %v", mode, a, got, cold[i])
+				}
 			}
 		}
-	}
-	changed := slices.Clone(all)
-	changed[60].Description = "Look up the zorblax index." // nothing else mentions it
-	got := names(h.OnRequest(agentRequest(changed, "zorblax?")).Request.Tools)
-	resetCaches()
-	want := names(h.OnRequest(agentRequest(changed, "zorblax?")).Request.Tools)
-	if !slices.Equal(got, want) || !slices.Contains(got, changed[60].Name) {
-		t.Fatalf("after a description change: %v, cold %v", got, want)
+		changed := slices.Clone(all)
+		changed[60].Description = "Look up the zorblax index." // nothing else mentions it
+		got := names(h.OnRequest(ask(changed, "zorblax?")).Request.Tools)
+		resetCaches()
+		want := names(h.OnRequest(ask(changed, "zorblax?")).Request.Tools)
+		if !slices.Equal(got, want) || !slices.Contains(got, changed[60].Name) {
+			t.Fatalf("%s: after a description change: %v, cold %v", mode, got, want)
+		}
 	}
 }
 
@@ -366,8 +390,15 @@ func TestConfig(t *testing.T) {
 			t.Errorf("%+v accepted", raw)
 		}
 	}
+	bad, tag := "sometimes", []string{"a b"}
+	for _, raw := range []rawConfig{{Stability: &bad}, {MinSaved: &neg}, {StripTags: &tag}} {
+		if _, _, err := parseConfig(&raw); err == nil {
+			t.Errorf("%+v accepted", raw)
+		}
+	}
 	c, hs, err := parseConfig(&rawConfig{})
-	if err != nil || c.threshold != 16 || c.maxTools != 12 || c.recent != 6 || len(hs) != len(defaultHints) {
+	if err != nil || c.threshold != 16 || c.maxTools != 12 || c.recent != 6 || len(hs) != len(defaultHints) ||
+		!c.session || !c.keepNamed || c.minSaved != defaultMinSaved || len(c.alwaysKeep) != len(defaultCoreTools) {
 		t.Fatalf("defaults: %+v %d %v", c, len(hs), err)
 	}
 	// hints replaces the table, extra_hints adds to it.

@@ -319,7 +319,7 @@ func searchResult(input []byte, tools []wire.Tool, c config) (string, error) {
 // best first, ties to the earlier tool.
 func search(tools []wire.Tool, query string, k, recent int) []int {
 	q := wire.Request{Tools: tools, Messages: []wire.Message{{Role: "user", Content: []wire.Block{{Type: wire.BlockText, Text: query}}}}}
-	scores := scoreTools(&q, recent)
+	scores := scoreTools(&q, &cfg)
 	var top []int
 	for i, s := range scores {
 		if s <= 0 || (len(top) == k && s <= scores[top[k-1]]) {

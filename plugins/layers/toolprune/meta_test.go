@@ -269,7 +269,7 @@ func TestMetaFallsBackToPruning(t *testing.T) {
 		header(res.Headers, HeaderSavedTokens) == "" || !slices.Contains(names(res.Request.Tools), "get_position") {
 		t.Fatalf("action %d, patched %b, %d tools, headers %v", res.Action, res.Patched, len(res.Request.Tools), res.Headers)
 	}
-	if len(res.Headers) != 3 {
+	if len(res.Headers) != 5 || header(res.Headers, HeaderReason) != reasonSession || header(res.Headers, HeaderPruned) == "" {
 		t.Fatalf("headers %v", res.Headers)
 	}
 

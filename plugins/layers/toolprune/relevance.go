@@ -1,11 +1,15 @@
 package main
 
 // The relevance rule (README.md, "Relevance"): terms of the conversation are
-// weighted by where they appear — the last user message with text 4, the
-// last recent_messages messages 2, the system prompt 1 — and a task-type hint
+// weighted by where they appear — the words the user wrote in the session's
+// first prompt (stability "session") or in the last user message with words
+// (stability "turn") 4, in the other user messages among the last
+// recent_messages 2 ("turn" only), the system prompt 1 — and a task-type hint
 // whose trigger word appears with weight w lends its boost words weight w-1.
 // A tool scores, over its distinct terms, 2×weight for a term of its name
-// and 1×weight for a term only in its description.
+// and 1×weight for a term only in its description. Only what the user wrote
+// counts: text blocks of user messages without the harness's injected spans
+// (agent.go); tool results, assistant turns and reminders do not.
 //
 // Terms: ASCII letters lower-cased; words split on anything that is not a
 // letter or digit (non-ASCII characters count as letters, except common
@@ -36,13 +40,13 @@ const (
 	weightSystem   = 1
 )
 
-// Scan limits per text block, so a long paste or tool result costs a bounded
-// amount: the tail of a conversation block (its latest words), the head of the
-// system prompt (where the agent's role is described).
+// Scan limits per text block, so a long paste costs a bounded amount: the
+// tail of the user's words in a block (the latest ones), the head of the
+// system prompt (where the agent's role is described). Tool names are
+// looked for in the whole block.
 const (
-	scanLastUser = 4096
-	scanRecent   = 2048
-	scanSystem   = 4096
+	scanUser   = 4096
+	scanSystem = 4096
 )
 
 // Bounds of the per-instance caches; past them they are rebuilt.
@@ -57,6 +61,10 @@ type toolTerms struct {
 	desc  string
 	name  []uint32 // distinct term ids of the name
 	body  []uint32 // distinct term ids of the description, not in the name
+	// key are the distinct term ids of the name's last "__" segment (an
+	// MCP tool's own name): the user's words asking for the tool hold them all.
+	key   []uint32
+	ident bool // identLike(name): its exact appearance in text names the tool
 }
 
 type hint struct {
@@ -78,12 +86,14 @@ var (
 	// wasm than hashing them for the map.
 	lastTerms []*toolTerms
 
-	// scans caches, by SHA-256 of a scanned text window, the vocabulary ids
-	// it contains: conversations are append-only, so most of a request's
-	// text was scanned for the previous one. Valid while the vocabulary
-	// does not grow (scansVocab).
-	scans      = map[[32]byte][]uint32{}
-	scansVocab int
+	// blocks caches, by SHA-256 of a text block, what was found in it:
+	// conversations are append-only, so most of a request's text was
+	// analyzed for the previous one. Valid while the vocabulary does not
+	// grow (blocksVocab); the tools a block asks for, while the tool list
+	// is the same (toolsGen).
+	blocks      = map[[32]byte]*blockInfo{}
+	blocksVocab int
+	toolsGen    uint32
 
 	// Per-request conversation weights by term id, valid where stamp == gen,
 	// and the scratch that makes a scan's ids distinct.
@@ -92,6 +102,10 @@ var (
 	gen      uint32
 	seen     []uint32
 	seenScan uint32
+	// mark[id] == markGen: the term is among the words of the block being
+	// checked for the tools it asks for.
+	mark    []uint32
+	markGen uint32
 
 	// Scratch reused by every request of the instance.
 	tok          tokenizer
@@ -134,9 +148,11 @@ func resetCaches() {
 	clear(toolCache)
 	clear(lastTerms)
 	lastTerms = lastTerms[:0]
-	clear(scans)
+	clear(blocks)
+	toolsGen++
 	weights, stamp, gen = weights[:0], stamp[:0], 0
 	seen, seenScan = seen[:0], 0
+	mark, markGen = mark[:0], 0
 	triggerOf = triggerOf[:0]
 	for i := range hints {
 		h := &hints[i]
@@ -157,7 +173,7 @@ func resetCaches() {
 			h.ids = append(h.ids, intern(b))
 		}
 	}
-	scansVocab = len(vocab)
+	blocksVocab = len(vocab)
 }
 
 func intern(term string) uint32 {
@@ -187,7 +203,7 @@ func termsOf(i int, t *wire.Tool) *toolTerms {
 	if tt, ok := toolCache[t.Name]; ok && tt.desc == t.Description {
 		return tt
 	}
-	tt := &toolTerms{name0: strings.Clone(t.Name), desc: strings.Clone(t.Description)}
+	tt := &toolTerms{name0: strings.Clone(t.Name), desc: strings.Clone(t.Description), ident: identLike(t.Name)}
 	tok.reset(t.Name, 0, len(t.Name), true)
 	for {
 		term, ok := tok.next()
@@ -195,6 +211,18 @@ func termsOf(i int, t *wire.Tool) *toolTerms {
 			break
 		}
 		tt.name = addID(tt.name, internBytes(term))
+	}
+	seg := t.Name
+	if i := strings.LastIndex(seg, "__"); i >= 0 {
+		seg = seg[i+2:]
+	}
+	tok.reset(seg, 0, len(seg), true)
+	for {
+		term, ok := tok.next()
+		if !ok {
+			break
+		}
+		tt.key = addID(tt.key, internBytes(term))
 	}
 	tok.reset(t.Description, 0, len(t.Description), true)
 	for {
@@ -228,34 +256,42 @@ func addID(ids []uint32, id uint32) []uint32 {
 }
 
 // scoreTools returns each tool's relevance to the conversation (valid until
-// the next call).
-func scoreTools(r *wire.Request, recent int) []int {
+// the next call). It also makes the vocabulary complete for the request and
+// the tools' terms current, which needs and namedIn rely on.
+func scoreTools(r *wire.Request, c *config) []int {
 	// Reset before, never during, a request: ids must stay valid for all its tools.
 	if len(vocab) > maxVocab || len(toolCache)+len(r.Tools) > maxToolCache {
 		resetCaches()
 	}
 	terms := termsScratch[:0]
+	same := len(lastTerms) == len(r.Tools)
 	for i := range r.Tools {
-		terms = append(terms, termsOf(i, &r.Tools[i]))
+		tt := termsOf(i, &r.Tools[i])
+		same = same && lastTerms[i] == tt
+		terms = append(terms, tt)
 	}
 	termsScratch = terms
-	lastTerms = append(lastTerms[:0], terms...)
+	if !same {
+		toolsGen++ // the tools a cached block asks for are by index
+		lastTerms = append(lastTerms[:0], terms...)
+	}
 	// The vocabulary is complete for this request.
-	if len(vocab) != scansVocab || len(scans) > maxScans {
-		clear(scans)
-		scansVocab = len(vocab)
+	if len(vocab) != blocksVocab || len(blocks) > maxScans {
+		clear(blocks)
+		blocksVocab = len(vocab)
 	}
 	if n := len(vocab) + 1; len(weights) < n {
 		weights = append(weights, make([]uint8, n-len(weights))...)
 		stamp = append(stamp, make([]uint32, n-len(stamp))...)
 		seen = append(seen, make([]uint32, n-len(seen))...)
+		mark = append(mark, make([]uint32, n-len(mark))...)
 	}
 	gen++
 	if gen == 0 { // wrapped: old stamps could collide
 		clear(stamp)
 		gen = 1
 	}
-	weighConversation(r, recent)
+	weighConversation(r, c)
 	scores := scoreScratch[:0]
 	for _, tt := range terms {
 		s := 0
@@ -286,43 +322,72 @@ func raise(id uint32, w uint8) {
 	}
 }
 
-// weighConversation sets this request's weight of every vocabulary term the
-// conversation mentions.
-func weighConversation(r *wire.Request, recent int) {
-	msgs := r.Messages
-	last := -1 // the last user message with text
-	for i := len(msgs) - 1; i >= 0 && last < 0; i-- {
+// firstPrompt returns the session's first prompt, msgs[from:to]: the first
+// run of user messages (Codex sends its instructions, environment and prompt
+// as three), across any system message among them, up to the first
+// assistant turn. Every later request of the session repeats it unchanged,
+// so what is decided from it stays decided.
+func firstPrompt(msgs []wire.Message) (from, to int) {
+	for from < len(msgs) && msgs[from].Role != "user" {
+		from++
+	}
+	to = from
+	for to < len(msgs) && msgs[to].Role != "assistant" {
+		to++
+	}
+	return from, to
+}
+
+// lastWords returns the index of the last user message with words of the
+// user's own in a text block, or -1.
+func lastWords(msgs []wire.Message) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role != "user" {
 			continue
 		}
 		for j := range msgs[i].Content {
-			if msgs[i].Content[j].Type == wire.BlockText && msgs[i].Content[j].Text != "" {
-				last = i
-				break
+			if b := &msgs[i].Content[j]; b.Type == wire.BlockText && b.Text != "" && analyze(b.Text, false).words {
+				return i
 			}
 		}
 	}
+	return -1
+}
+
+// weighConversation sets this request's weight of every vocabulary term the
+// conversation mentions.
+func weighConversation(r *wire.Request, c *config) {
+	msgs := r.Messages
 	for i := range r.System {
-		if b := &r.System[i]; b.Type == wire.BlockText {
-			weigh(scanIDs(b.Text, 0, min(len(b.Text), scanSystem)), weightSystem)
+		if b := &r.System[i]; b.Type == wire.BlockText && b.Text != "" {
+			weigh(analyze(b.Text, true).ids, weightSystem)
 		}
 	}
-	for i := max(0, len(msgs)-recent); i < len(msgs); i++ {
-		if i == last {
-			continue
-		}
-		for j := range msgs[i].Content {
-			b := &msgs[i].Content[j]
-			switch b.Type {
-			case wire.BlockText, wire.BlockToolResult:
-				weigh(scanIDs(b.Text, max(0, len(b.Text)-scanRecent), len(b.Text)), weightRecent)
-			}
+	if c.session {
+		from, to := firstPrompt(msgs)
+		weighUser(msgs[from:to], weightLastUser)
+		return
+	}
+	last := lastWords(msgs)
+	for i := max(0, len(msgs)-c.recent); i < len(msgs); i++ {
+		if i != last {
+			weighUser(msgs[i:i+1], weightRecent)
 		}
 	}
 	if last >= 0 {
-		for j := range msgs[last].Content {
-			if b := &msgs[last].Content[j]; b.Type == wire.BlockText {
-				weigh(scanIDs(b.Text, max(0, len(b.Text)-scanLastUser), len(b.Text)), weightLastUser)
+		weighUser(msgs[last:last+1], weightLastUser)
+	}
+}
+
+// weighUser gives the user's words in msgs weight w.
+func weighUser(msgs []wire.Message, w uint8) {
+	for i := range msgs {
+		if msgs[i].Role != "user" {
+			continue
+		}
+		for j := range msgs[i].Content {
+			if b := &msgs[i].Content[j]; b.Type == wire.BlockText && b.Text != "" {
+				weigh(analyze(b.Text, false).ids, w)
 			}
 		}
 	}
@@ -344,17 +409,156 @@ func weigh(ids []uint32, w uint8) {
 	}
 }
 
+// blockInfo is what a text block holds for the layer.
+type blockInfo struct {
+	ids    []uint32 // distinct vocabulary ids of the user's words (the system prompt: of its head)
+	words  bool     // the user wrote something in it (not only injected spans)
+	system bool     // a system prompt block: only tool names written out count
+	idents []string // identifier-like words anywhere in it, injected spans included
+	// The indexes of the tools it names, and of those it asks for (nil:
+	// not computed yet), valid while needsGen == toolsGen (needsOf).
+	named, asked []int32
+	needsGen     uint32
+}
+
+// analyze returns what the text block s holds, from the cache when it can.
+// A system block is read as the agent's instructions (its head), a message
+// block as the user's words around the harness's injected spans.
+func analyze(s string, system bool) *blockInfo {
+	// The host hashes natively; the text is only read.
+	key := plugin.SHA256(unsafe.Slice(unsafe.StringData(s), len(s)))
+	if system {
+		key[0] ^= 0xff
+	}
+	if bi, ok := blocks[key]; ok {
+		return bi
+	}
+	bi := &blockInfo{system: system}
+	if system {
+		bi.ids = scanIDs(s, 0, min(len(s), scanSystem))
+		bi.idents = appendIdents(nil, s)
+	} else {
+		user, injected := splitInjected(s)
+		bi.ids = scanIDs(user, max(0, len(user)-scanUser), len(user))
+		bi.words = strings.TrimSpace(user) != ""
+		bi.idents = appendIdents(appendIdents(nil, user), injected)
+	}
+	blocks[key] = bi
+	return bi
+}
+
+// needsOf returns the indexes of the tools the block bi asks for: a tool
+// whose identifier-like name it writes out (the user's words or the
+// harness's: "call ExitPlanMode"), and, with words, a tool all of whose
+// name terms are among the user's own words ("search the web" for
+// WebSearch, "create an issue" for mcp__github__create_issue). Words count
+// only in a later turn: in the prompt a choice is made on, relevance weighs
+// them against every other tool's.
+func needsOf(bi *blockInfo, terms []*toolTerms, words bool) []int32 {
+	if bi.needsGen != toolsGen {
+		bi.named, bi.asked, bi.needsGen = namedIn(bi, terms, bi.named[:0]), nil, toolsGen
+	}
+	if !words || bi.system {
+		return bi.named
+	}
+	if bi.asked != nil {
+		return bi.asked
+	}
+	bi.asked = append([]int32{}, bi.named...)
+	markGen++
+	if markGen == 0 {
+		clear(mark)
+		markGen = 1
+	}
+	for _, id := range bi.ids {
+		mark[id] = markGen
+	}
+	for i, tt := range terms {
+		if len(tt.key) == 0 || hasInt(bi.named, int32(i)) {
+			continue
+		}
+		all := true
+		for _, id := range tt.key {
+			if mark[id] != markGen {
+				all = false
+				break
+			}
+		}
+		if all {
+			bi.asked = append(bi.asked, int32(i))
+		}
+	}
+	return bi.asked
+}
+
+// namedIn appends to dst the indexes of the tools with an identifier-like
+// name that bi writes out.
+func namedIn(bi *blockInfo, terms []*toolTerms, dst []int32) []int32 {
+	if len(bi.idents) == 0 {
+		return dst
+	}
+	for i, tt := range terms {
+		if tt.ident && hasString(bi.idents, tt.name0) {
+			dst = append(dst, int32(i))
+		}
+	}
+	return dst
+}
+
+func hasInt(l []int32, x int32) bool {
+	for _, y := range l {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// markNeeds sets need[i] for every tool that a text block of a user message
+// in msgs asks for (needsOf, with or without the user's words), and returns
+// how many it set. Tool results do not ask: a file listing that names a
+// tool is not a request for it.
+func markNeeds(msgs []wire.Message, need []bool, words bool) int {
+	n := 0
+	for i := range msgs {
+		if msgs[i].Role != "user" {
+			continue
+		}
+		for j := range msgs[i].Content {
+			b := &msgs[i].Content[j]
+			if b.Type != wire.BlockText || b.Text == "" {
+				continue
+			}
+			for _, t := range needsOf(analyze(b.Text, false), termsScratch, words) {
+				if !need[t] {
+					need[t] = true
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+// markNamedInSystem sets need[i] for every tool with an identifier-like
+// name that the system prompt writes out: the agent's own instructions rely
+// on it.
+func markNamedInSystem(r *wire.Request, need []bool) {
+	for i := range r.System {
+		if b := &r.System[i]; b.Type == wire.BlockText && b.Text != "" {
+			for _, t := range needsOf(analyze(b.Text, true), termsScratch, false) {
+				need[t] = true
+			}
+		}
+	}
+}
+
 // scanIDs returns the distinct vocabulary ids of the terms in s[from:to]
-// (from moved to a word boundary), from the scan cache when it can.
+// (from moved to a word boundary).
 func scanIDs(s string, from, to int) []uint32 {
 	from = wordBoundary(s, from, to)
+	ids := []uint32{} // not nil: "nothing" is cached too
 	if from >= to {
-		return nil
-	}
-	w := s[from:to]
-	// The host hashes natively; the window is only read.
-	key := plugin.SHA256(unsafe.Slice(unsafe.StringData(w), len(w)))
-	if ids, ok := scans[key]; ok {
 		return ids
 	}
 	seenScan++
@@ -362,8 +566,7 @@ func scanIDs(s string, from, to int) []uint32 {
 		clear(seen)
 		seenScan = 1
 	}
-	var ids []uint32
-	tok.reset(w, 0, len(w), false)
+	tok.reset(s, from, to, false)
 	for {
 		term, ok := tok.next()
 		if !ok {
@@ -376,10 +579,6 @@ func scanIDs(s string, from, to int) []uint32 {
 		seen[id] = seenScan
 		ids = append(ids, id)
 	}
-	if ids == nil {
-		ids = []uint32{} // cache "nothing" too
-	}
-	scans[key] = ids
 	return ids
 }
 
