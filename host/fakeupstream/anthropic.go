@@ -161,7 +161,76 @@ func (s *Server) decodeAnthropic(w http.ResponseWriter, r *http.Request, body []
 		anthropicError(w, http.StatusBadRequest, "invalid_request_error", missing+": Field required")
 		return false
 	}
+	if msg := checkRoles(req.Model, r.Header.Get("anthropic-beta"), *req.Messages); msg != "" {
+		anthropicError(w, http.StatusBadRequest, "invalid_request_error", msg)
+		return false
+	}
 	return true
+}
+
+// midConversationSystemBeta is the beta Claude Code sends with
+// {"role":"system"} messages inside messages.
+const midConversationSystemBeta = "mid-conversation-system-2026-04-07"
+
+// checkRoles validates message roles as the real API does, mid-conversation
+// system messages included: a model that takes them (Opus 4.8, or any model
+// when the request carries the beta) checks where they stand and that they
+// hold text only; any other model refuses them in the wording Claude Code
+// recognises as "drop the beta and retry" (Input should be 'user' or
+// 'assistant'). "" when the roles are fine.
+func checkRoles(model, betas string, msgs []anInMessage) string {
+	allowed := strings.Contains(model, "opus-4-8")
+	for _, b := range strings.Split(betas, ",") {
+		allowed = allowed || strings.TrimSpace(b) == midConversationSystemBeta
+	}
+	for i, m := range msgs {
+		switch m.Role {
+		case "user", "assistant":
+			continue
+		case "system":
+			if allowed {
+				break
+			}
+			fallthrough
+		default:
+			return fmt.Sprintf("messages.%d.role: Input should be 'user' or 'assistant'", i)
+		}
+		switch {
+		case i == 0:
+			return `messages.0: use the top-level "system" parameter for the initial system prompt`
+		case msgs[i-1].Role != "user" && !endsInServerToolUse(msgs[i-1].Content):
+			return fmt.Sprintf(`messages.%d: role "system" must follow a user message or an assistant message that ends in a server tool use`, i)
+		case i+1 < len(msgs) && msgs[i+1].Role != "assistant":
+			return fmt.Sprintf(`messages.%d: role "system" must precede an assistant message or be the last message`, i)
+		}
+		var blocks []struct {
+			Type string `json:"type"`
+		}
+		var str string
+		if json.Unmarshal(m.Content, &str) != nil {
+			if json.Unmarshal(m.Content, &blocks) != nil || len(blocks) == 0 {
+				return fmt.Sprintf("messages.%d.content: Input should be a valid string or list of text blocks", i)
+			}
+			for j, b := range blocks {
+				if b.Type != "text" {
+					return fmt.Sprintf(`messages.%d.content.%d: text-only role "system" messages require text blocks, got %q`, i, j, b.Type)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// endsInServerToolUse reports whether an assistant message's content ends
+// with a server tool use (a system message may follow one).
+func endsInServerToolUse(content json.RawMessage) bool {
+	var blocks []struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(content, &blocks) != nil || len(blocks) == 0 {
+		return false
+	}
+	return blocks[len(blocks)-1].Type == "server_tool_use"
 }
 
 func kindName(err error) string {

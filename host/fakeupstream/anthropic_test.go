@@ -3,6 +3,7 @@ package fakeupstream
 import (
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -291,4 +292,62 @@ func TestAnthropicToolResultIsLastUserTurn(t *testing.T) {
 	if num(t, m, "usage", "input_tokens") != tokens("weather? fake:tool"+"sunny, 21C") {
 		t.Fatalf("usage %v", m["usage"])
 	}
+}
+
+// claudeCodeFallsBack is Claude Code 2.1.332's test of a 400 for "retry
+// without mid-conversation system messages" (its jLi, read from the
+// shipped binary): the fake's refusals must pass it, or a real client
+// would surface them instead of recovering as it does with the real API.
+func claudeCodeFallsBack(msg string) bool {
+	betaRe := regexp.MustCompile(`anthropic[-_]beta`)
+	placement := regexp.MustCompile(`(?i)(?:messages\.(\d{1,6}): )?(?:role .{0,2}system.{0,2} must (?:precede an|follow a)|use the top-level .{0,2}system.{0,2} parameter for the initial system prompt)`)
+	textOnly := regexp.MustCompile(`(?i)text-only role .{0,2}system.{0,2} messages require`)
+	roleEnum := regexp.MustCompile(`(?i)(?:unknown variant .{0,2}system\b.{0,2}, expected|Input should be) [\\'"` + "`" + `]{1,2}(?:user|assistant)\b.{0,2} or [\\'"` + "`" + `]{1,2}(?:user|assistant)\b`)
+	return strings.Contains(msg, midConversationSystemBeta) && betaRe.MatchString(msg) ||
+		placement.MatchString(msg) || textOnly.MatchString(msg) || roleEnum.MatchString(msg) ||
+		strings.Contains(msg, "not supported") && regexp.MustCompile(`(?i)role .{0,2}system`).MatchString(msg)
+}
+
+// TestAnthropicMidConversationSystem: {"role":"system"} inside messages is
+// taken by Opus 4.8 or with Claude Code's beta, where the real API allows
+// it, and refused elsewhere in words Claude Code recognises.
+func TestAnthropicMidConversationSystem(t *testing.T) {
+	s := newServer(t)
+	url := s.URL() + "/v1/messages"
+	beta := anthropicHeaders()
+	beta["anthropic-beta"] = "claude-code-20250219, " + midConversationSystemBeta
+	const ok = `{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"hi"},{"role":"system","content":[{"type":"text","text":"be brief"}],"cache_control":{"type":"ephemeral"}}]}`
+	m := jsonBody(t, post(t, url, beta, ok), http.StatusOK)
+	if str(t, arr(t, m, "content"), 0, "text") != "echo: hi" {
+		t.Errorf("a system message was taken for the user's turn: %v", m)
+	}
+	jsonBody(t, post(t, url, anthropicHeaders(), strings.Replace(ok, "claude-sonnet-4-5", "claude-opus-4-8", 1)), http.StatusOK)
+
+	for _, c := range []struct {
+		name    string
+		headers map[string]string
+		body    string
+		want    string
+	}{
+		{"no beta, other model", anthropicHeaders(), ok, `messages.1.role: Input should be 'user' or 'assistant'`},
+		{"first", beta, `{"model":"m","max_tokens":5,"messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"}]}`,
+			`messages.0: use the top-level "system" parameter for the initial system prompt`},
+		{"after an assistant turn", beta, `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"a"},{"role":"system","content":"s"}]}`,
+			`messages.2: role "system" must follow a user message`},
+		{"two in a row", beta, `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"system","content":"s"},{"role":"system","content":"t"}]}`,
+			`messages.1: role "system" must precede an assistant message`},
+		{"an image", beta, `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"system","content":[{"type":"image","source":{}}]}]}`,
+			`messages.1.content.0: text-only role "system" messages require text blocks`},
+	} {
+		e := obj(t, jsonBody(t, post(t, url, c.headers, c.body), http.StatusBadRequest), "error")
+		msg := str(t, e, "message")
+		if str(t, e, "type") != "invalid_request_error" || !strings.HasPrefix(msg, c.want) {
+			t.Errorf("%s: %q, want %q", c.name, msg, c.want)
+		}
+		if !claudeCodeFallsBack(msg) {
+			t.Errorf("%s: Claude Code would not fall back on %q", c.name, msg)
+		}
+	}
+	// A server tool use may be followed by one.
+	jsonBody(t, post(t, url, beta, `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"server_tool_use","id":"s","name":"web_search","input":{}}]},{"role":"system","content":"s"}]}`), http.StatusOK)
 }
