@@ -139,6 +139,7 @@ func (p *Pipeline) RequestPhase(ctx context.Context, x *Exchange) (*wire.Respons
 }
 
 func applyPatch(dst, src *wire.Request, parts wire.Part) {
+	keepExtras(dst, src, parts) // see patch.go
 	if parts&wire.PartModel != 0 {
 		dst.Model = src.Model
 	}
