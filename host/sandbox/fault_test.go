@@ -676,8 +676,8 @@ func raceEnabled() bool {
 }
 
 // TestSlowPlugin: an untrusted slow call is aborted at its timeout; a trusted
-// one runs to its end and is then reported as timed out, and its (healthy)
-// instance is discarded all the same. time.Sleep works in a reactor guest.
+// one runs to its end and its result is kept, counted as late, and its
+// instance goes back to the pool. time.Sleep works in a reactor guest.
 func TestSlowPlugin(t *testing.T) {
 	t.Run("untrusted", func(t *testing.T) {
 		o := faultOptions(t, "slow")
@@ -711,17 +711,22 @@ func TestSlowPlugin(t *testing.T) {
 		p := loadFault(t, o)
 		mustGood(t, p, "slow", "slow 50ms")
 		st := time.Now()
-		_, err := callText(context.Background(), p, "slow 500ms")
+		res, err := callText(context.Background(), p, "slow 500ms")
 		slow := time.Since(st)
 		t.Logf(`trusted "slow 500ms" returned after %v: %v`, slow.Round(time.Millisecond), err)
-		if !isTimeout(err) || !strings.Contains(err.Error(), "finished late") {
-			t.Fatalf("err = %v, want ErrTimeout (finished late)", err)
+		// A trusted call that completed is sound however long it took (on a
+		// busy machine its neighbours' fault as often as its own): its
+		// result is kept and its lateness counted.
+		if err := checkGood("slow", "slow 500ms", res, err); err != nil {
+			t.Fatalf("a completed trusted call was not kept: %v", err)
 		}
 		if slow < 500*time.Millisecond {
 			t.Errorf("a trusted call cannot be interrupted, yet it returned after %v", slow)
 		}
-		// A trusted call that finished late ran to completion: its instance
-		// is sound and goes back to the pool (only traps and interrupted
+		if late := p.Late(); late != 1 {
+			t.Errorf("Late() = %d, want 1", late)
+		}
+		// Its instance goes back to the pool (only traps and interrupted
 		// calls cost an instance).
 		if _, disc := p.Stats(); disc != 0 {
 			t.Errorf("discarded = %d, want 0 (the late call's instance is kept)", disc)

@@ -12,11 +12,20 @@
 // compiled guest code has no preemption points, blocks the Go garbage
 // collector and so freezes the whole process. Each plugin therefore chooses:
 //
-//   - Trusted (first-party, reviewed): full speed; the timeout is checked
-//     when the call returns (a late result is discarded as a timeout), but a
-//     call that never returns is never stopped.
+//   - Trusted (first-party, reviewed): full speed, never interrupted. Its
+//     timeout is a latency budget, not a deadline: a call that completes is
+//     kept however long it took (its result is sound, and on a busy machine
+//     wall-clock time says more about the neighbours than about the plugin);
+//     a call over budget is counted (Late, the late_calls_total metric). The
+//     request's deadline bounds the call's host services and whether a call
+//     starts at all; the complete host function, a network call, is also
+//     bounded by the budget. A call that never returns is never stopped.
 //   - Untrusted (third-party; the default): interruptible; a call that
-//     exceeds its timeout is aborted and its instance discarded.
+//     exceeds its timeout (or the request's deadline) is aborted and its
+//     instance discarded.
+//
+// Either way a call's wait for a free instance is bounded by the request's
+// deadline, not by the plugin's timeout.
 package sandbox
 
 import (
@@ -119,6 +128,7 @@ type Plugin struct {
 	// Counters for tests and metrics.
 	instantiated atomic.Int64
 	discarded    atomic.Int64
+	late         atomic.Int64
 }
 
 type instance struct {
@@ -147,7 +157,7 @@ var exportNames = [...]string{
 const pageSize = 64 << 10
 
 // initTimeout bounds a plugin's Init on a new instance (untrusted plugins are
-// interrupted at it; trusted ones are judged when Init returns).
+// interrupted at it; a trusted one's host services are).
 const initTimeout = 10 * time.Second
 
 // Load compiles the plugin, starts one instance to read its descriptor and
@@ -276,6 +286,10 @@ func (p *Plugin) Stats() (instantiated, discarded int64) {
 	return p.instantiated.Load(), p.discarded.Load()
 }
 
+// Late reports how many calls of a trusted plugin completed over its
+// timeout (and were kept) over the plugin's life.
+func (p *Plugin) Late() int64 { return p.late.Load() }
+
 func (p *Plugin) instantiate(ctx context.Context) (*instance, error) {
 	stderr := &lineLogger{log: p.log, level: slog.LevelWarn}
 	cfg := wazero.NewModuleConfig().
@@ -363,12 +377,19 @@ func (p *Plugin) discard(in *instance) {
 }
 
 // Call runs one op: it waits for a free instance (bounded by ctx), writes in
-// into the guest, calls the export under the plugin's timeout and returns a
-// copy of the output (a successful result message, starting with the wire
-// format version). A trap or timeout discards the instance.
-func (p *Plugin) Call(ctx context.Context, op plugin.Op, in []byte, info CallInfo) ([]byte, error) {
+// into the guest, calls the export and returns a copy of the output (a
+// successful result message, starting with the wire format version). An
+// untrusted call runs under the plugin's timeout; a trusted one is measured
+// against it (see the package doc). A trap or an interrupted call discards
+// the instance. ctx already done: the call is not started.
+func (p *Plugin) Call(ctx context.Context, op plugin.Op, in []byte, info CallInfo) (out []byte, err error) {
 	if p.closed.Load() {
 		return nil, fmt.Errorf("plugin %s: closed", p.opts.Name)
+	}
+	if err := ctx.Err(); err != nil {
+		// The request's time is up (or it was abandoned): a trusted call
+		// could not be stopped once started, and its answer is not wanted.
+		return nil, fmt.Errorf("plugin %s: %w: not called, the request is over: %w", p.opts.Name, ErrTimeout, err)
 	}
 	// Waiting for a free instance is bounded by the request's own deadline;
 	// the plugin's timeout bounds only the call itself, so a burst that
@@ -377,22 +398,54 @@ func (p *Plugin) Call(ctx context.Context, op plugin.Op, in []byte, info CallInf
 	if err != nil {
 		return nil, err
 	}
-	if p.opts.Timeout > 0 {
+	if p.opts.Timeout > 0 && !p.opts.Trusted {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, p.opts.Timeout)
 		defer cancel()
 	}
-	out, err := p.callInstance(ctx, inst, op, in, info)
-	// An instance survives a plugin-reported error and a trusted call that
-	// finished late (its state is sound); anything else — a trap, an
-	// interrupted call — may have left it broken. wazero may also close a
-	// module whose deadline fired just as the call returned.
-	if (err != nil && !isPluginError(err) && !errors.Is(err, errLate)) || inst.mod.IsClosed() {
+	// The instance goes back to the pool, or is discarded, whatever happens:
+	// a panic on the way (recovered further up) must not keep its slot.
+	returned := false
+	defer func() {
+		if !returned {
+			p.discard(inst)
+		}
+	}()
+	began := time.Now()
+	out, err = p.callInstance(ctx, inst, op, in, info)
+	if p.opts.Trusted && p.opts.Timeout > 0 {
+		if took := time.Since(began); took > p.opts.Timeout {
+			p.overBudget(op, took, info)
+		}
+	}
+	// An instance survives a plugin-reported error (its state is sound);
+	// anything else — a trap, an interrupted call — may have left it broken.
+	// wazero may also close a module whose deadline fired just as the call
+	// returned.
+	returned = true
+	if (err != nil && !isPluginError(err)) || inst.mod.IsClosed() {
 		p.discard(inst)
+		if err == nil {
+			err = fmt.Errorf("plugin %s: %w", p.opts.Name, ErrTimeout)
+		}
 		return nil, err
 	}
 	p.release(inst)
 	return out, err
+}
+
+// metricCounter is the counter kind of the metric host function.
+const metricCounter = 0
+
+// overBudget records a trusted call that completed after its timeout: a
+// metric and a debug line, not a failure (see the package doc).
+func (p *Plugin) overBudget(op plugin.Op, took time.Duration, info CallInfo) {
+	p.late.Add(1)
+	if p.opts.Metrics != nil {
+		p.opts.Metrics.PluginMetric(p.opts.Name, metricCounter, "late_calls_total", 1)
+	}
+	p.log.Debug("trusted plugin call over its time budget; result kept", "op", exportNames[op],
+		"took", took, "budget", p.opts.Timeout, "request_id", info.RequestID)
 }
 
 func isPluginError(err error) bool {
@@ -400,14 +453,12 @@ func isPluginError(err error) bool {
 	return errors.As(err, &ce)
 }
 
-// errLate marks a trusted call that completed after its deadline.
-var errLate = errors.New("finished late, trusted mode cannot interrupt")
-
 type callKey struct{}
 
 type callState struct {
-	p    *Plugin
-	info CallInfo
+	p     *Plugin
+	info  CallInfo
+	began time.Time // the call's start: the complete host function's budget
 
 	// A service reply that did not fit the guest's buffer, kept for the retry
 	// (see Services).
@@ -420,7 +471,7 @@ func (p *Plugin) callInstance(ctx context.Context, in *instance, op plugin.Op, i
 	if fn == nil {
 		return nil, &CallError{Plugin: p.opts.Name, Msg: fmt.Sprintf("does not export %s", exportNames[op])}
 	}
-	ctx = context.WithValue(ctx, callKey{}, &callState{p: p, info: info})
+	ctx = context.WithValue(ctx, callKey{}, &callState{p: p, info: info, began: time.Now()})
 
 	in.stack[0] = uint64(len(input))
 	if err := in.buf.CallWithStack(ctx, in.stack[:]); err != nil {
@@ -433,11 +484,6 @@ func (p *Plugin) callInstance(ctx context.Context, in *instance, op plugin.Op, i
 	in.stack[0] = uint64(len(input))
 	if err := fn.CallWithStack(ctx, in.stack[:]); err != nil {
 		return nil, p.callFailed(ctx, err)
-	}
-	if p.opts.Trusted && ctx.Err() != nil {
-		// A trusted call cannot be interrupted; it finished late, so treat it
-		// as timed out rather than let a slow plugin stretch the request.
-		return nil, fmt.Errorf("plugin %s: %w (%w)", p.opts.Name, ErrTimeout, errLate)
 	}
 	packed := in.stack[0]
 	optr, olen := uint32(packed>>32), uint32(packed)

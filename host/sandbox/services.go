@@ -314,6 +314,14 @@ func svcComplete(ctx context.Context, cs *callState, d *wire.Decoder, e *wire.En
 	if err != nil {
 		return fmt.Errorf("complete: %w", err)
 	}
+	if cs.p.opts.Trusted && cs.p.opts.Timeout > 0 {
+		// A trusted call is not cut at its timeout, but an upstream call
+		// that hangs must not hold the request: the budget bounds it (an
+		// untrusted call's context carries the timeout already).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, cs.began.Add(cs.p.opts.Timeout))
+		defer cancel()
+	}
 	res, err := c.Complete(ctx, cs.info.Tenant, Completion{Subsystem: subsystem, Request: req})
 	if err != nil {
 		return fmt.Errorf("complete: %w", err)
