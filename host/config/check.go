@@ -55,7 +55,7 @@ func (c *checker) errf(key, format string, args ...any) {
 var (
 	serverKeys = []string{
 		"listen", "max_body_bytes", "read_timeout", "write_timeout", "idle_timeout",
-		"upstream_timeout", "plugin_dir", "cache_dir", "log_level",
+		"upstream_timeout", "upstream_idle_timeout", "plugin_dir", "cache_dir", "log_level",
 	}
 	commonKeys   = []string{"name", "plugin", "timeout", "memory", "pool", "trusted", "enabled", "config"}
 	layerKeys    = append([]string{"phases", "on_error"}, commonKeys...)
@@ -142,6 +142,8 @@ func (c *checker) server(t map[string]any) Server {
 		IdleTimeout:     DefaultIdleTimeout,
 		UpstreamTimeout: DefaultUpstreamTimeout,
 		LogLevel:        DefaultLogLevel,
+
+		UpstreamIdleTimeout: DefaultUpstreamIdleTimeout,
 	}
 	if v, ok := c.str(t, p, "listen"); ok {
 		if err := CheckListen(v); err != nil {
@@ -172,6 +174,13 @@ func (c *checker) server(t map[string]any) Server {
 			} else {
 				*d.dst = v
 			}
+		}
+	}
+	if v, ok := c.duration(t, p, "upstream_idle_timeout"); ok {
+		if v <= 0 {
+			c.errf(joinKey(p, "upstream_idle_timeout"), "must be greater than zero")
+		} else {
+			s.UpstreamIdleTimeout = v
 		}
 	}
 	pluginDir := DefaultPluginDir

@@ -128,9 +128,12 @@ type Server struct {
 	WriteTimeout    time.Duration // 0 = no limit
 	IdleTimeout     time.Duration // 0 = no limit
 	UpstreamTimeout time.Duration // 0 = no limit
-	PluginDir       string        // absolute
-	CacheDir        string        // absolute; "" = compilation cache disabled
-	LogLevel        slog.Level
+	// UpstreamIdleTimeout closes pooled upstream connections idle this
+	// long; below the upstreams' own keep-alive timeouts.
+	UpstreamIdleTimeout time.Duration
+	PluginDir           string // absolute
+	CacheDir            string // absolute; "" = compilation cache disabled
+	LogLevel            slog.Level
 }
 
 // PluginSpec holds the keys common to layers and providers.
@@ -233,9 +236,12 @@ const (
 	DefaultWriteTimeout    = 10 * time.Minute
 	DefaultIdleTimeout     = 2 * time.Minute
 	DefaultUpstreamTimeout = 10 * time.Minute
-	DefaultPluginDir       = "build/plugins"
-	DefaultCacheDir        = ".cache/wazero"
-	DefaultLogLevel        = slog.LevelInfo
+	// DefaultUpstreamIdleTimeout stays below the 60 s after which common
+	// load balancers drop idle connections (and nginx's 75 s).
+	DefaultUpstreamIdleTimeout = 30 * time.Second
+	DefaultPluginDir           = "build/plugins"
+	DefaultCacheDir            = ".cache/wazero"
+	DefaultLogLevel            = slog.LevelInfo
 
 	DefaultLayerTimeout    = 100 * time.Millisecond
 	DefaultProviderTimeout = 10 * time.Second

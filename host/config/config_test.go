@@ -110,8 +110,10 @@ func TestParseFull(t *testing.T) {
 			IdleTimeout:     0,
 			UpstreamTimeout: 90 * time.Second,
 			PluginDir:       filepath.Join(dir, "plugins"),
-			CacheDir:        "",
-			LogLevel:        slog.LevelDebug,
+
+			UpstreamIdleTimeout: DefaultUpstreamIdleTimeout,
+			CacheDir:            "",
+			LogLevel:            slog.LevelDebug,
 		},
 		Layers: []Layer{
 			{
@@ -235,8 +237,10 @@ func TestParseDefaults(t *testing.T) {
 		IdleTimeout:     2 * time.Minute,
 		UpstreamTimeout: 10 * time.Minute,
 		PluginDir:       filepath.Join(dir, "build", "plugins"),
-		CacheDir:        filepath.Join(dir, ".cache", "wazero"),
-		LogLevel:        slog.LevelInfo,
+
+		UpstreamIdleTimeout: 30 * time.Second,
+		CacheDir:            filepath.Join(dir, ".cache", "wazero"),
+		LogLevel:            slog.LevelInfo,
 	}
 	if cfg.Server != wantServer {
 		t.Errorf("server defaults\n got %+v\nwant %+v", cfg.Server, wantServer)
@@ -382,6 +386,7 @@ phases = [
 read_timeout = "fast"
 write_timeout = 30
 idle_timeout = "-1s"
+upstream_idle_timeout = "0s"
 [[layer]]
 name = "a"
 plugin = "a.wasm"
@@ -391,7 +396,8 @@ timeout = "0s"
 				{2, "server.read_timeout", `invalid duration "fast" (want a number with a unit such as "50ms", "30s" or "2m")`},
 				{3, "server.write_timeout", `must be a duration string such as "50ms", "30s" or "2m", got integer`},
 				{4, "server.idle_timeout", `must not be negative (use "0s" for no limit)`},
-				{8, "layer[0].timeout", "must be greater than zero"},
+				{5, "server.upstream_idle_timeout", "must be greater than zero"},
+				{9, "layer[0].timeout", "must be greater than zero"},
 			},
 		},
 		{
@@ -1023,5 +1029,16 @@ temprature = 0.1
 	if err == nil || !strings.Contains(err.Error(), `pipeline.toml:2: inference.profiles.no_such: unknown inference profile "no_such"`) ||
 		!strings.Contains(err.Error(), "pipeline.toml:5: inference.profiles.curator") {
 		t.Errorf("errors: %v", err)
+	}
+}
+
+// TestUpstreamIdleTimeout: the key sets the upstream pool's idle timeout.
+func TestUpstreamIdleTimeout(t *testing.T) {
+	cfg, err := Parse([]byte("[server]\nupstream_idle_timeout = \"5s\"\n"), "/x/pipeline.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Server.UpstreamIdleTimeout != 5*time.Second {
+		t.Fatalf("upstream idle timeout %v, want 5s", cfg.Server.UpstreamIdleTimeout)
 	}
 }

@@ -133,7 +133,7 @@ func New(ctx context.Context, path string, opts Options) (_ *Daemon, err error) 
 		timeout = cfg.Server.UpstreamTimeout
 	}
 	d.Gateway.Pipelines = d.Manager
-	d.Gateway.Upstream = upstream.New(timeout)
+	d.Gateway.Upstream = upstream.NewClient(upstream.Config{Timeout: timeout, IdleTimeout: cfg.Server.UpstreamIdleTimeout})
 	d.Gateway.Timeout = timeout
 	d.Server = server.New(cfg.Server, d.Gateway, d.Metrics, d.Log)
 	d.Server.Admin = &server.Admin{Token: opts.AdminToken, KV: d.KV, Vectors: d.Vectors, Health: d.Health, Events: d.Events}

@@ -23,28 +23,87 @@ type Client struct {
 	timeout time.Duration
 }
 
-// New returns a client; timeout bounds a whole buffered exchange and the wait
-// for a stream's response headers (0: no limit).
-func New(timeout time.Duration) *Client {
+// Config configures a Client.
+type Config struct {
+	// Timeout bounds a whole buffered exchange and the wait for a stream's
+	// response headers (0: no limit).
+	Timeout time.Duration
+	// IdleTimeout closes a pooled connection unused this long
+	// [DefaultIdleTimeout]. It should be shorter than the upstream's own
+	// keep-alive timeout, so the gateway, not the server, closes idle
+	// connections; a server that closes first is caught before reuse
+	// anyway (see checkedConn).
+	IdleTimeout time.Duration
+}
+
+// DefaultIdleTimeout keeps idle upstream connections below the 60 s after
+// which common load balancers (AWS ALB, GCP) drop them and nginx's 75 s.
+const DefaultIdleTimeout = 30 * time.Second
+
+// staleAttempts bounds the tries of one request that keep meeting
+// connections the upstream had closed: the first failure empties the
+// host's idle pool, so the next try dials afresh.
+const staleAttempts = 3
+
+// New returns a client with the given timeout and the default idle timeout.
+func New(timeout time.Duration) *Client { return NewClient(Config{Timeout: timeout}) }
+
+// NewClient returns a client configured by cfg.
+func NewClient(cfg Config) *Client {
+	idle := cfg.IdleTimeout
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
 	return &Client{
-		timeout: timeout,
+		timeout: cfg.Timeout,
 		hc: &fasthttp.Client{
 			Name:                          "bardo-inference",
 			MaxConnsPerHost:               1024,
-			MaxIdleConnDuration:           90 * time.Second,
+			MaxIdleConnDuration:           idle,
 			NoDefaultUserAgentHeader:      false,
 			DisableHeaderNamesNormalizing: true,
 			DisablePathNormalizing:        true,
 			ReadBufferSize:                16 << 10,
 			MaxResponseBodySize:           64 << 20,
-			// A pooled keep-alive connection the upstream closed while idle
-			// fails before the first response byte; nothing was processed,
-			// so one retry on a fresh connection is safe even for POST.
-			RetryIfErr: func(_ *fasthttp.Request, attempts int, err error) (bool, bool) {
-				return false, attempts < 2 && errors.Is(err, fasthttp.ErrConnectionClosed)
+			MaxIdemponentCallAttempts:     staleAttempts,
+			// LIFO (fasthttp's default, set for the reasoning below): the
+			// connection taken is the most recently used, so when it turns
+			// out closed every other idle one has idled at least as long.
+			ConnPoolStrategy: fasthttp.LIFO,
+			DialTimeout:      dialChecked,
+			ConfigureClient: func(hc *fasthttp.HostClient) error {
+				hc.RetryIfErr = func(_ *fasthttp.Request, attempts int, err error) (bool, bool) {
+					return retryClosed(hc, attempts, err)
+				}
+				return nil
 			},
 		},
 	}
+}
+
+// retryClosed decides whether a failed attempt is retried: only when the
+// upstream had closed the connection before answering anything, and then on
+// a fresh connection. Every other idle connection of the host is closed
+// first (with LIFO they have idled at least as long as the dead one), so the
+// retry dials instead of picking another dead one, as net/http's transport
+// does by watching idle connections.
+//
+// errStaleConn (found closed before a byte was written) is always safe to
+// retry. A request whose write failed, or whose connection closed before
+// the first response byte (fasthttp reports exactly that as a bare io.EOF),
+// is retried once: it is what a keep-alive close racing the request looks
+// like, and nothing usable came back. A failure after the first response
+// byte is never retried here: the upstream may have run the request.
+func retryClosed(hc *fasthttp.HostClient, attempts int, err error) (resetTimeout, retry bool) {
+	switch {
+	case errors.Is(err, errStaleConn):
+		hc.CloseIdleConnections()
+		return false, attempts < staleAttempts
+	case err == io.EOF, errors.Is(err, errWriteFailed): //nolint:errorlint // fasthttp's contract: a bare io.EOF
+		hc.CloseIdleConnections()
+		return false, attempts < 2
+	}
+	return false, false
 }
 
 // Request is what the host sends.
