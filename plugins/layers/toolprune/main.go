@@ -37,7 +37,8 @@ const (
 	reasonPinned    = "pinned"        // every tool is one the layer never removes
 	reasonSmall     = "small-saving"  // removing would save fewer than min_saved_tokens
 	reasonSession   = "session"       // pruned by the session's decision, on its first prompt
-	reasonGrown     = "session-grown" // that, plus tools later turns asked for
+	reasonGrown     = "session-grown" // that, plus tools later turns asked for (grow = "add")
+	reasonRestored  = "session-all"   // a later turn asked for a removed tool: all tools, for the rest of the session (grow = "all")
 	reasonTurn      = "turn"          // stability "turn": pruned on this turn's words
 )
 
@@ -53,7 +54,7 @@ const (
 	metricMeta        = "toolprune_meta_total"          // requests answered in meta-tool mode
 	metricMetaFalls   = "toolprune_meta_fallback_total" // meta-tool loops that fell back to pruning
 	metricMetaRounds  = "toolprune_meta_rounds_total"   // internal completions run by meta-tool loops
-	metricGrown       = "toolprune_grown_total"         // pruned requests whose session's tools grew
+	metricGrown       = "toolprune_grown_total"         // requests of sessions that asked for a removed tool
 )
 
 // defaultMinSaved is min_saved_tokens' default (README.md, "Cost model").
@@ -84,6 +85,7 @@ type rawConfig struct {
 	KeepNamed      *bool         `json:"keep_system_named"`
 	StripTags      *[]string     `json:"strip_tags"`
 	MinSaved       *int          `json:"min_saved_tokens"`
+	Grow           *string       `json:"grow"`
 }
 
 type config struct {
@@ -95,7 +97,8 @@ type config struct {
 	session   bool // stability "session" (else "turn")
 	keepNamed bool // keep the tools the system prompt names
 	stripTags []string
-	minSaved  int // prune only when it removes at least this many tokens
+	minSaved  int  // prune only when it removes at least this many tokens
+	growAll   bool // a session that asks for a removed tool gets all its tools back
 
 	metaAbove   int // meta-tool mode above this many tools; 0 = off
 	metaRounds  int // internal completions per caller request
@@ -140,7 +143,7 @@ func initLayer() error {
 
 func parseConfig(raw *rawConfig) (config, []hintConfig, error) {
 	c := config{threshold: 16, maxTools: 12, recent: 6, metaRounds: 4, metaResults: 8,
-		session: true, keepNamed: true, minSaved: defaultMinSaved}
+		session: true, keepNamed: true, minSaved: defaultMinSaved, growAll: true}
 	for _, f := range []struct {
 		v   *int
 		dst *int
@@ -171,6 +174,15 @@ func parseConfig(raw *rawConfig) (config, []hintConfig, error) {
 			c.session = false
 		default:
 			return c, nil, errors.New(`toolprune: stability must be "session" or "turn"`)
+		}
+	}
+	if raw.Grow != nil {
+		switch *raw.Grow {
+		case "all":
+		case "add":
+			c.growAll = false
+		default:
+			return c, nil, errors.New(`toolprune: grow must be "all" or "add"`)
 		}
 	}
 	switch {
@@ -256,7 +268,14 @@ func prune(req *wire.LayerRequest, res *wire.LayerResult) {
 		pass(res, total, reasonThreshold)
 		return
 	}
-	keep, grown := selectTools(&req.Request, &cfg)
+	keep, grown, asked := selectTools(&req.Request, &cfg)
+	if grown {
+		plugin.CounterAdd(metricGrown, 1)
+		if asked && cfg.growAll {
+			pass(res, total, reasonRestored)
+			return
+		}
+	}
 	kept, removedBytes := 0, 0
 	for i := range tools {
 		if keep[i] {
@@ -300,9 +319,6 @@ func prune(req *wire.LayerRequest, res *wire.LayerResult) {
 	plugin.CounterAdd(metricPruned, 1)
 	plugin.CounterAdd(metricRemoved, float64(total-kept))
 	plugin.CounterAdd(metricSavedTokens, float64(saved))
-	if grown {
-		plugin.CounterAdd(metricGrown, 1)
-	}
 }
 
 // prunedList is the X-Bardo-Tools-Pruned value: the removed tools' names,
@@ -391,16 +407,18 @@ var (
 )
 
 // selectTools returns, per tool, whether it is kept (valid until the next
-// call), and whether, in a session, tools were added to the first prompt's
-// choice because later turns asked for them.
+// call); whether, in a session, tools were added to the first prompt's
+// choice; and whether some were because a later turn asked for them (not
+// only called them, or named them in tool_choice).
 //
 // Kept, always: core_tools and always_keep, the tools the system prompt or
 // a user message names (needsOf), the tools the conversation called and the
 // one tool_choice names. The rest of max_tools goes to the best scores.
 // With stability "session" the choice is made on the session's first prompt
 // alone, the same on every turn; what later turns call, name or ask for in
-// so many words is added to it, never swapped in.
-func selectTools(r *wire.Request, c *config) (keep []bool, grown bool) {
+// so many words is added to it, never swapped in (and with grow = "all",
+// an ask sends all the tools).
+func selectTools(r *wire.Request, c *config) (keep []bool, grown, asked bool) {
 	tools := r.Tools
 	keep = append(keepScratch[:0], make([]bool, len(tools))...)
 	keepScratch = keep
@@ -418,14 +436,14 @@ func selectTools(r *wire.Request, c *config) (keep []bool, grown bool) {
 		pin(keep, tools, called)
 		markNeeds(r.Messages[max(0, len(r.Messages)-c.recent):], keep, false)
 		fillTop(keep, scores, c.maxTools)
-		return keep, false
+		return keep, false, false
 	}
 	from, to := firstPrompt(r.Messages)
 	markNeeds(r.Messages[from:to], keep, false)
 	fillTop(keep, scores, c.maxTools)
 	n := pin(keep, tools, called)
-	n += markNeeds(r.Messages[to:], keep, true)
-	return keep, n > 0
+	a := markNeeds(r.Messages[to:], keep, true)
+	return keep, n+a > 0, a > 0
 }
 
 // pin keeps the tools named in names and returns how many it added.

@@ -233,7 +233,7 @@ func TestPinnedBeyondMaxTools(t *testing.T) {
 	}
 	// In a session the first prompt's choice stays and the called and
 	// chosen tools are added to it, beyond max_tools.
-	h = plugintest.New(t, `{"threshold": 3, "max_tools": 2, "always_keep": ["calculate"], "min_saved_tokens": 0}`)
+	h = plugintest.New(t, `{"threshold": 3, "max_tools": 2, "always_keep": ["calculate"], "min_saved_tokens": 0, "grow": "add"}`)
 	res = h.OnRequest(req)
 	want = []string{"get_token_price", "open_perp_position", "get_position", "calculate"}
 	if kept := names(res.Request.Tools); !slices.Equal(kept, want) || header(res.Headers, HeaderReason) != reasonGrown {
@@ -391,14 +391,14 @@ func TestConfig(t *testing.T) {
 		}
 	}
 	bad, tag := "sometimes", []string{"a b"}
-	for _, raw := range []rawConfig{{Stability: &bad}, {MinSaved: &neg}, {StripTags: &tag}} {
+	for _, raw := range []rawConfig{{Stability: &bad}, {MinSaved: &neg}, {StripTags: &tag}, {Grow: &bad}} {
 		if _, _, err := parseConfig(&raw); err == nil {
 			t.Errorf("%+v accepted", raw)
 		}
 	}
 	c, hs, err := parseConfig(&rawConfig{})
 	if err != nil || c.threshold != 16 || c.maxTools != 12 || c.recent != 6 || len(hs) != len(defaultHints) ||
-		!c.session || !c.keepNamed || c.minSaved != defaultMinSaved || len(c.alwaysKeep) != len(defaultCoreTools) {
+		!c.session || !c.keepNamed || !c.growAll || c.minSaved != defaultMinSaved || len(c.alwaysKeep) != len(defaultCoreTools) {
 		t.Fatalf("defaults: %+v %d %v", c, len(hs), err)
 	}
 	// hints replaces the table, extra_hints adds to it.
@@ -427,7 +427,7 @@ func TestTokenReduction100(t *testing.T) {
 	for i := range all {
 		total += toolBytes(&all[i])
 	}
-	res := h.OnRequest(agentRequest(all, "Is my Aave health factor safe if ETH drops 30%?"))
+	res := h.OnRequest(firstAsk(all, "Is my Aave health factor safe if ETH drops 30%?"))
 	saved, _ := strconv.Atoi(header(res.Headers, HeaderSavedTokens))
 	pct := 100 * float64(saved) / float64(total/4)
 	t.Logf("100 tools ≈ %d tokens of definitions; kept %d, saved ≈ %d tokens (%.1f%%): %v",
