@@ -24,3 +24,11 @@ func TestPhraseArgs(t *testing.T) {
 		t.Fatalf("Anthropic tool_use %v", use)
 	}
 }
+
+// opencode sends the user's text JSON-quoted: the arguments arrive escaped.
+func TestPhraseArgsEscaped(t *testing.T) {
+	b, ok := parsePhrases(`"read fake:tool=read fake:args={\"filePath\":\"/tmp/n.txt\"} now"`)
+	if !ok || b.ToolArguments != `{"filePath":"/tmp/n.txt"}` {
+		t.Fatalf("got %+v", b)
+	}
+}

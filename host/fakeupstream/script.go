@@ -220,8 +220,12 @@ func parsePhrases(text string) (b Behaviour, ok bool) {
 			b.ToolCall, b.ToolName = true, val
 		case PhraseArgs:
 			// Real agents' tools need real arguments (a file path), which
-			// the default {"query": …} does not give them.
+			// the default {"query": …} does not give them. opencode sends
+			// the user's text JSON-quoted, so the object may arrive escaped.
 			b.ToolArguments = val
+			if u, err := strconv.Unquote(`"` + val + `"`); !json.Valid([]byte(val)) && err == nil && json.Valid([]byte(u)) {
+				b.ToolArguments = u
+			}
 		case PhraseThinking:
 			b.Thinking = true
 		case PhraseLatency:
