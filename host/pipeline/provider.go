@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/bardoinference/bardo/sdk/plugin"
@@ -123,6 +124,11 @@ func (p *Pipeline) Encode(ctx context.Context, x *Exchange, pr *Provider, route 
 	}
 	if res.Call == nil && res.Local == nil {
 		return nil, p.providerError(pr, "encode", fmt.Errorf("neither a call nor a local answer"))
+	}
+	for _, d := range res.Degraded { // what the adapter approximated (ABI v1.4)
+		if d != "" && !slices.Contains(x.Degraded, d) {
+			x.Degraded = append(x.Degraded, d)
+		}
 	}
 	return &res, nil
 }

@@ -114,3 +114,27 @@ func TestRequestExtrasSection(t *testing.T) {
 		t.Fatal("unknown extras section version accepted")
 	}
 }
+
+// TestEncodeResultDegraded: an adapter's degraded notes (v1.4) round-trip
+// with and without a call, and are not written when there are none.
+func TestEncodeResultDegraded(t *testing.T) {
+	var e Encoder
+	for _, in := range []EncodeResult{
+		{Call: &UpstreamCall{URL: "u", BodyMerge: []byte(`{"a":1}`)}, Degraded: []string{"system-as-user"}},
+		{Local: &Response{ID: "r"}, Degraded: []string{"a", "b"}},
+	} {
+		in.Encode(&e)
+		var got EncodeResult
+		if err := got.Decode(append([]byte(nil), e.Bytes()...)); err != nil || len(got.Degraded) != len(in.Degraded) || got.Degraded[0] != in.Degraded[0] {
+			t.Fatalf("%v %+v", err, got)
+		}
+	}
+	in := EncodeResult{Call: &UpstreamCall{URL: "u"}}
+	in.Encode(&e)
+	n := len(e.Bytes())
+	in.Degraded = []string{}
+	in.Encode(&e)
+	if len(e.Bytes()) != n {
+		t.Fatal("an empty Degraded was written")
+	}
+}

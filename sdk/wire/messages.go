@@ -574,6 +574,9 @@ func (x *EncodeResult) Encode(e *Encoder) {
 		e.Raw(x.Call.BodyMerge) // v1.3, appended
 		e.Bool(x.Call.VerifySuccess)
 	}
+	if len(x.Degraded) > 0 {
+		e.Strings(x.Degraded) // v1.4, appended; absent when empty
+	}
 }
 
 // Decode reads the encode result.
@@ -596,6 +599,9 @@ func (x *EncodeResult) Decode(b []byte) error {
 	if x.Call != nil && d.More() {
 		x.Call.BodyMerge = d.Raw()
 		x.Call.VerifySuccess = d.Bool()
+	}
+	if d.More() {
+		x.Degraded = d.Strings()
 	}
 	return d.Err()
 }

@@ -398,6 +398,11 @@ type EncodeResult struct {
 	Call  *UpstreamCall
 	Local *Response
 	Error *Error
+	// Degraded names what the adapter approximated for its upstream (the
+	// gemini adapter sends a mid-conversation system message as a user
+	// turn: "system-as-user"); the host adds each to X-Bardo-Degraded.
+	// ABI v1.4, appended.
+	Degraded []string
 }
 
 // DecodeInput is an upstream's complete HTTP response.

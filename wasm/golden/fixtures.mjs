@@ -141,6 +141,10 @@ export const fixtures = {
     error: apiError,
   }],
   encode_result_local: [wire.EncodeResult, { local: response }],
+  encode_result_degraded: [wire.EncodeResult, {
+    call: { method: 'POST', url: 'https://g/v1beta/models/x:generateContent' },
+    degraded: ['system-as-user', 'naïve'],
+  }],
   decode_input: [wire.DecodeInput, { meta, route, status: 529,
     headers: [{ key: 'content-type', value: 'application/json' }], body: '{"type":"error"}' }],
   decode_result: [wire.DecodeResult, { response, error: apiError }],

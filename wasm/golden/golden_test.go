@@ -184,6 +184,8 @@ func fixtures() []fixture {
 			BodyMerge: []byte(`{"provider":{"sort":"price"}}`), VerifySuccess: true,
 		}, Error: &apiError}),
 		message("encode_result_local", &wire.EncodeResult{Local: &response}),
+		message("encode_result_degraded", &wire.EncodeResult{Call: &wire.UpstreamCall{Method: "POST", URL: "https://g/v1beta/models/x:generateContent"},
+			Degraded: []string{"system-as-user", "naïve"}}),
 		message("decode_input", &wire.DecodeInput{Meta: meta, Route: route, Status: 529,
 			Headers: []wire.KV{{Key: "content-type", Value: "application/json"}}, Body: []byte(`{"type":"error"}`)}),
 		message("decode_result", &wire.DecodeResult{Response: &response, Error: &apiError}),

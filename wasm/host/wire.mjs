@@ -378,11 +378,15 @@ export const EncodeInput = msg(
     return o;
   },
 );
-/** EncodeResult: v1.3 appended call.bodyMerge and call.verifySuccess after the error (only with a call). */
+/**
+ * EncodeResult: v1.3 appended call.bodyMerge and call.verifySuccess after the error (only with a call);
+ * v1.4 appended degraded (a list of strings, written only when not empty).
+ */
 export const EncodeResult = msg(
   (e, x) => {
     opt(upstreamCall).enc(e, x.call); opt(response).enc(e, x.local); opt(error).enc(e, x.error);
     if (x.call) { e.raw(x.call.bodyMerge); e.bool(x.call.verifySuccess); }
+    if (x.degraded?.length) list(string, 1).enc(e, x.degraded);
   },
   (d) => {
     const call = opt(upstreamCall).dec(d);
@@ -392,7 +396,8 @@ export const EncodeResult = msg(
       call.bodyMerge = null; call.verifySuccess = false;
       if (d.more()) { call.bodyMerge = d.raw(); call.verifySuccess = d.bool(); }
     }
-    return { call, local, error: err };
+    const degraded = d.more() ? list(string, 1).dec(d) : [];
+    return { call, local, error: err, degraded };
   },
 );
 export const DecodeInput = fromStruct(struct([

@@ -214,6 +214,17 @@ func TestAnthropicCaller(t *testing.T) {
 		t.Fatalf("upstream body %s", up)
 	}
 
+	// Claude Code's mid-conversation system message: user text for Gemini,
+	// in its place, and the caller is told.
+	r0 := post(t, g, "/v1/messages", `{"model":"gemini-2.5-pro","max_tokens":100,"messages":[{"role":"user","content":"hi"},{"role":"system","content":"be brief"}]}`)
+	mustStatus(t, r0, 200)
+	if d := r0.header.Get("X-Bardo-Degraded"); d != "system-as-user" {
+		t.Fatalf("X-Bardo-Degraded %q", d)
+	}
+	if _, up = upstream(t, fake); up.S("contents", 0, "parts", 1, "text") != "<system-reminder>\nbe brief\n</system-reminder>" {
+		t.Fatalf("upstream body %s", up)
+	}
+
 	// Streamed.
 	r := post(t, g, "/v1/messages", `{"model":"gemini-2.5-pro","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"stream me a reply please"}]}`)
 	mustStatus(t, r, 200)

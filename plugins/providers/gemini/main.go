@@ -202,6 +202,12 @@ func encode(in *wire.EncodeInput, res *wire.EncodeResult) error {
 		res.Error = werr
 		return nil
 	}
+	for i := range in.Request.Messages {
+		if in.Request.Messages[i].Role == "system" {
+			res.Degraded = append(res.Degraded, DegradedSystemAsUser)
+			break
+		}
+	}
 	b, err := json.Marshal(body)
 	if err != nil {
 		res.Error = &wire.Error{Status: 500, Kind: wire.ErrInternal, Message: "gemini adapter: encoding the request: " + err.Error()}
@@ -507,7 +513,11 @@ func buildContents(msgs []wire.Message) ([]gContent, *wire.Error) {
 		if m.Role == "assistant" || m.Role == "model" {
 			role = "model"
 		}
-		parts, werr := buildParts(m.Content, names, role == "model")
+		content := m.Content
+		if m.Role == "system" {
+			content = systemAsUser(content)
+		}
+		parts, werr := buildParts(content, names, role == "model")
 		if werr != nil {
 			return nil, werr
 		}
@@ -523,6 +533,26 @@ func buildContents(msgs []wire.Message) ([]gContent, *wire.Error) {
 		out = append(out, gContent{Role: role, Parts: parts})
 	}
 	return out, nil
+}
+
+// DegradedSystemAsUser is the X-Bardo-Degraded note of a request whose
+// mid-conversation system messages went to Gemini as user text.
+const DegradedSystemAsUser = "system-as-user"
+
+// systemAsUser turns a mid-conversation system message (Gemini has a system
+// instruction only before the conversation) into user text, in place,
+// marked the way agents mark instructions that are not the user's.
+func systemAsUser(blocks []wire.Block) []wire.Block {
+	var b strings.Builder
+	b.WriteString("<system-reminder>\n")
+	for i := range blocks {
+		if blocks[i].Type == wire.BlockText {
+			b.WriteString(blocks[i].Text)
+			b.WriteByte('\n')
+		}
+	}
+	b.WriteString("</system-reminder>")
+	return []wire.Block{{Type: wire.BlockText, Text: b.String()}}
 }
 
 func buildParts(blocks []wire.Block, names map[string]string, model bool) ([]gPart, *wire.Error) {

@@ -632,3 +632,33 @@ func TestEncodeProfileReasoning(t *testing.T) {
 	jsonEq(t, "include_thoughts", genConfig(wire.Request{Messages: msgs}, anns("bardo.profile.reasoning_effort", "medium")),
 		`{"thinkingConfig":{"includeThoughts":true,"thinkingBudget":8192}}`)
 }
+
+// TestEncodeMidConversationSystem: Gemini has no system turn inside the
+// conversation; one is sent as marked user text, in its place, and the
+// adapter says so (X-Bardo-Degraded: system-as-user).
+func TestEncodeMidConversationSystem(t *testing.T) {
+	h := plugintest.New(t, `{}`)
+	req := wire.Request{Model: "gemini-2.5-flash", System: []wire.Block{text("top")}, Messages: []wire.Message{
+		user(text("hi")),
+		{Role: "system", Content: []wire.Block{text("be brief")}},
+		assistant(text("ok")),
+		user(text("q")),
+	}}
+	res := h.Encode(wire.EncodeInput{Route: route, Request: req})
+	if res.Error != nil || res.Call == nil {
+		t.Fatalf("%+v", res)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(res.Call.Body, &m); err != nil {
+		t.Fatal(err)
+	}
+	jsonEq(t, "contents", m["contents"], `[{"role":"user","parts":[{"text":"hi"},{"text":"<system-reminder>\nbe brief\n</system-reminder>"}]},{"role":"model","parts":[{"text":"ok"}]},{"role":"user","parts":[{"text":"q"}]}]`)
+	jsonEq(t, "systemInstruction", m["systemInstruction"], `{"parts":[{"text":"top"}]}`)
+	if len(res.Degraded) != 1 || res.Degraded[0] != DegradedSystemAsUser {
+		t.Fatalf("degraded %v", res.Degraded)
+	}
+	req.Messages = []wire.Message{user(text("hi"))}
+	if res = h.Encode(wire.EncodeInput{Route: route, Request: req}); res.Degraded != nil {
+		t.Fatalf("degraded without a system message: %v", res.Degraded)
+	}
+}
