@@ -202,9 +202,11 @@ type outcome struct {
 	// growing conversation never repeats a request, so each is a wrong
 	// answer, not a saving.
 	reused   int
-	upstream int   // calls the provider billed (summaries included)
-	toolSets int   // distinct tool lists the provider saw
-	nanoUSD  int64 // the provider's bill
+	upstream int    // calls the provider billed (summaries included)
+	toolSets int    // distinct tool lists the provider saw
+	nanoUSD  int64  // the provider's bill
+	tokens   [4]int // input, cache writes, cache reads, output
+	models   map[string]int
 	firstErr string
 	hits     []string // "turn N: <X-Bardo-Cache>"
 }
@@ -213,7 +215,7 @@ type outcome struct {
 // prices what the fake billed meanwhile.
 func replay(t *testing.T, tr Trace, base string, fake *fakeupstream.Server, clock *vclock, cat map[string]catalog.Model) outcome {
 	t.Helper()
-	var o outcome
+	o := outcome{models: map[string]int{}}
 	before, sentBefore := len(fake.Bills()), len(fake.Requests())
 	seen := map[string]bool{}
 	var msgs []map[string]any
@@ -253,6 +255,11 @@ func replay(t *testing.T, tr Trace, base string, fake *fakeupstream.Server, cloc
 	for _, b := range fake.Bills()[before:] {
 		o.upstream++
 		o.nanoUSD += cost(t, cat, b)
+		o.tokens[0] += b.Input
+		o.tokens[1] += b.CacheWrite5m + b.CacheWrite1h
+		o.tokens[2] += b.CacheRead
+		o.tokens[3] += b.Output
+		o.models[b.Model]++
 	}
 	sets := map[string]bool{}
 	for _, r := range fake.Requests()[sentBefore:] {
@@ -377,11 +384,22 @@ func TestPricedReplays(t *testing.T) {
 				100*float64(o.nanoUSD-d.nanoUSD)/float64(d.nanoUSD), o.upstream, o.local, o.reused, o.failed, o.degraded, o.toolSets)
 		}
 	}
+	fmt.Fprintf(&tb, "\n\nthousands of tokens billed: input / cache write / cache read / output")
+	for i, w := range ways {
+		fmt.Fprintf(&tb, "\n%-22s", w.name)
+		for j := range traces {
+			k := results[i][j].tokens
+			fmt.Fprintf(&tb, " | %7.1f %7.1f %7.1f %5.1f", float64(k[0])/1e3, float64(k[1])/1e3, float64(k[2])/1e3, float64(k[3])/1e3)
+		}
+	}
 	t.Log(tb.String())
 	for i, w := range ways {
 		for j, tr := range traces {
 			if e := results[i][j].firstErr; e != "" {
 				t.Logf("%s, %s: first failure: %s", w.name, tr.Name, e)
+			}
+			if m := results[i][j].models; len(m) > 1 {
+				t.Logf("%s, %s: calls by model: %v", w.name, tr.Name, m)
 			}
 			if h := results[i][j].hits; len(h) > 0 {
 				t.Logf("%s, %s: answered by the gateway: %s", w.name, tr.Name, strings.Join(h, "; "))
