@@ -29,7 +29,7 @@ import (
 const ABIVersion = 1
 
 // ABIMinor is the ABI minor version this SDK implements (docs/abi.md).
-const ABIMinor = 3
+const ABIMinor = 4
 
 // Layer is a pipeline layer. Only the hooks for the declared Phases are called.
 type Layer struct {
