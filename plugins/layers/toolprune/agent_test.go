@@ -207,9 +207,7 @@ func TestReminderNamingRemovedTool(t *testing.T) {
 // before the prompt; the prompt alone decides, and its core tools stay.
 func TestCodexShape(t *testing.T) {
 	tools := []wire.Tool{{Name: "shell", Description: "Runs a shell command and returns its output."}, {Name: "apply_patch", Description: "Use this tool to edit files."}, {Name: "update_plan", Description: "Updates the task plan."}}
-	for _, tl := range catalog(t)[:30] {
-		tools = append(tools, tl)
-	}
+	tools = append(tools, catalog(t)[:30]...)
 	req := wire.LayerRequest{Request: wire.Request{Tools: tools, Messages: []wire.Message{
 		{Role: "user", Content: text("<user_instructions>\nAlways quote prices and balances, check swaps, estimate gas, stake and bridge carefully.\n</user_instructions>")},
 		{Role: "user", Content: text("<environment_context>\n  <cwd>/home/dev/defi</cwd>\n  <approval_policy>on-request</approval_policy>\n</environment_context>")},

@@ -173,4 +173,67 @@ func BenchmarkLayerCall(b *testing.B) {
 	})
 }
 
+// BenchmarkClaudeCode measures the last request of the replayed Claude Code
+// session (testdata/claude_code_session.json: 24 tools, 9 KB system prompt,
+// 43 earlier turns with their reminders, ≈ 86 KB in all), warm: an agent
+// sends the same tools and an append-only conversation every turn.
+func BenchmarkClaudeCode(b *testing.B) {
+	p := load(b, `{}`, true)
+	req := claudeCodeLast(b)
+	meta := wire.Meta{RequestID: "req_bench", Tenant: "bench", Dialect: wire.DialectAnthropic, Model: req.Model}
+	var enc wire.Encoder
+	measure(b, func() {
+		if res := onRequest(b, p, &enc, &meta, req); res.Patched == 0 {
+			b.Fatal("not pruned")
+		}
+	})
+}
+
+func claudeCodeLast(tb testing.TB) *wire.Request {
+	var raw []catalogTool
+	var script struct {
+		System string `json:"system"`
+		Steps  []struct {
+			User            string          `json:"user"`
+			RemindersBefore []string        `json:"reminders_before"`
+			RemindersAfter  []string        `json:"reminders_after"`
+			Call            string          `json:"call"`
+			Input           json.RawMessage `json:"input"`
+			Result          string          `json:"result"`
+			Say             string          `json:"say"`
+		} `json:"steps"`
+	}
+	for file, v := range map[string]any{"testdata/claude_code_tools.json": &raw, "testdata/claude_code_session.json": &script} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := json.Unmarshal(b, v); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	req := &wire.Request{Model: "claude-sonnet-4-5", System: []wire.Block{{Type: wire.BlockText, Text: script.System}}, Tools: wireTools(raw)}
+	texts := func(l []string) (out []wire.Block) {
+		for _, s := range l {
+			out = append(out, wire.Block{Type: wire.BlockText, Text: s})
+		}
+		return out
+	}
+	for i, st := range script.Steps {
+		id := "toolu_" + strconv.Itoa(i)
+		switch {
+		case st.User != "":
+			c := append(texts(st.RemindersBefore), wire.Block{Type: wire.BlockText, Text: st.User})
+			req.Messages = append(req.Messages, wire.Message{Role: "user", Content: append(c, texts(st.RemindersAfter)...)})
+		case st.Call != "":
+			req.Messages = append(req.Messages,
+				wire.Message{Role: "assistant", Content: []wire.Block{{Type: wire.BlockToolUse, ID: id, Name: st.Call, Data: st.Input}}},
+				wire.Message{Role: "user", Content: append([]wire.Block{{Type: wire.BlockToolResult, ID: id, Text: st.Result}}, texts(st.RemindersAfter)...)})
+		default:
+			req.Messages = append(req.Messages, wire.Message{Role: "assistant", Content: []wire.Block{{Type: wire.BlockText, Text: st.Say}}})
+		}
+	}
+	return req
+}
+
 func measure(b *testing.B, f func()) { layertest.Measure(b, f) }
