@@ -143,6 +143,13 @@ func FuzzValidate(f *testing.F) {
 		if mine != std && !(std && strings.Count(string(b), "[")+strings.Count(string(b), "{") > MaxDepth) {
 			t.Fatalf("Valid(%q) = %v, encoding/json says %v", b, mine, std)
 		}
+		// strict: a subset of valid documents, exactly the valid UTF-8 ones
+		// but for duplicated keys
+		if err := ValidateStrict(b); err == nil && (!mine || !utf8.Valid(b)) {
+			t.Fatalf("ValidateStrict(%q) accepted what Valid (%v) or UTF-8 refuses", b, mine)
+		} else if err != nil && mine && utf8.Valid(b) && !errors.As(err, new(*DuplicateKeyError)) {
+			t.Fatalf("ValidateStrict(%q) refused valid UTF-8 JSON: %v", b, err)
+		}
 		// walkers on arbitrary input: no panic
 		_ = ObjectEach(b, func(k, v []byte) error { _, _ = Unquote(v); return nil })
 		_ = ArrayEach(b, func(i int, v []byte) error { return nil })
