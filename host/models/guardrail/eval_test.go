@@ -63,8 +63,11 @@ func TestLabelledSet(t *testing.T) {
 		// Written after rules v1 were frozen, then used to write rules v2.
 		{"holdout.jsonl", 60, floor{0.75, 0.55, 0.65}, floor{0.95, 0.80, 0.88}, floor{0.82, 0.90, 0.86}},
 		// Written after rules v2 were frozen and never used for tuning: the
-		// honest estimate for unseen text.
-		{"holdout2.jsonl", 60, floor{0.72, 0.50, 0.60}, floor{0.75, 0.10, 0.18}, floor{0.75, 0.60, 0.67}},
+		// honest estimate for unseen text. Since the model alone no longer
+		// flags (context.go: agents' own text scored 0.8–0.99), combined
+		// recall here fell from 0.633 to 0.467 and precision rose from
+		// 0.792 to 1.000 (README.md).
+		{"holdout2.jsonl", 60, floor{0.72, 0.50, 0.60}, floor{0.75, 0.10, 0.18}, floor{0.95, 0.45, 0.60}},
 	}
 	var all [3]confusion
 	for _, tc := range cases {

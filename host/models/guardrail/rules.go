@@ -63,6 +63,7 @@ var rules = []*Rule{
 		Why: "Replaces the model's identity or lifts its restrictions (DAN, \"developer mode\", \"you are now …\", \"no ethical guidelines\").",
 		Pattern: `\b(?:you are|you're)[ \t]+now[ \t]+(?:an?[ \t]+|in[ \t]+|the[ \t]+)?(?:\w+[ \t]+){0,2}?(?:unrestricted|unfiltered|uncensored|jailbroken|evil\w*|dan|\w+gpt|\w*bot|mode)\b` +
 			`|\byou are no longer[ \t]+(?:bound|restricted|limited|required|an ai|chatgpt)\b` +
+			`|\b(?:you are|you're)[ \t]+no longer[ \t]+(?:the|an?|my|our)[ \t]+(?:\w+[ \t]+){0,3}?(?:bot|assistant|agent|ai|chatbot|model)\b` +
 			`|\b(?:act|pretend|behave)[ \t]+(?:to be|as|like)[ \t]+(?:an?[ \t]+)?(?:\w+[ \t]+){0,2}?(?:unrestricted|unfiltered|uncensored|jailbroken|evil)\b` +
 			`|\b(?:no|without(?: any)?)[ \t]+(?:ethical|moral|content|safety)(?:[ \t]+or[ \t]+(?:ethical|moral|safety))?[ \t]+(?:guidelines|restrictions|filters?|polic(?:y|ies)|limits|boundaries)\b` +
 			`|\bdo anything now\b|\b(?:you are|you're|act as|pretend to be|be)[ \t]+(?:now[ \t]+)?(?-i:DAN)\b|(?-i:\bDAN)[ \t]+mode\b` +
@@ -108,6 +109,7 @@ var rules = []*Rule{
 			`|\b(?:repeat|print|output|write)\b[^.\n]{0,40}\b(?:words|text|everything|all)[ \t]+(?:above|before)\b` +
 			`|\b(?:instructions|prompt|rules)[ \t]+you[ \t]+(?:were|have been)[ \t]+given\b` +
 			`|\bwhat was written at the (?:beginning|start|top)\b` +
+			`|\b(?:initial|first|original|opening|very first)[ \t]+(?:message|instructions?|prompt|text)[ \t]+(?:that[ \t]+)?you[ \t]+(?:received|were given|got|were sent)\b` +
 			`|\b(?:contents of|everything in)[ \t]+your[ \t]+(?:context(?: window)?|memory|instructions)\b` +
 			`|\b(?:output|print|reveal|dump|send|forward|repeat)[ \t]+(?:the[ \t]+|all[ \t]+|your[ \t]+)?(?:full[ \t]+|entire[ \t]+|whole[ \t]+)?(?:conversation|chat)[ \t]+(?:history|log|transcript)\b` +
 			`|\b(?:instructions|rules|guidelines|directions|prompt)[ \t]+(?:that[ \t]+)?(?:your|the)[ \t]+(?:developers?|creators?|operators?|company|admins?|owners?|makers?)[ \t]+(?:gave|give|wrote|set|provided)\b` +
@@ -171,7 +173,8 @@ var rules = []*Rule{
 		Why: "Text addressed to an AI reading it (\"Note to AI assistants\", \"If you are an AI model reading this\", \"Assistant, when you process this email\"): the signature of indirect injection in documents, pages and tool results.",
 		Pattern: `\b(?:note|message|instructions?|attention|important|notice)[ \t]+(?:to|for)[ \t]+(?:the[ \t]+|any[ \t]+|all[ \t]+)?(?:ai|llm|language model|assistant|chatbot|autonomous agents?|ai agents?|agents|ai[ \t]+(?:models?|assistants?|reviewers?|screening tools?|systems?|agents?))\b` +
 			`|\bif you are an?[ \t]+(?:ai|llm|language model|assistant|ai model|ai assistant|bot|chatbot)\b` +
-			`|\b(?:ai|llm)[ \t]+(?:\w+[ \t]+)?(?:agents?|assistants?|models?)[ \t]+(?:reading|processing|summari[sz]ing|triaging|parsing|reviewing|browsing)\b` +
+			`|\b(?:ai|llm)[ \t]+(?:\w+[ \t]+)?(?:agents?|assistants?|models?)[ \t]+(?:reading|processing|summari[sz]ing|triaging|parsing|reviewing|browsing|evaluating|analy[sz]ing|handling|visiting|checking|using)\b` +
+			`|\b(?:note|message|instructions?|attention|notice)[ \t]+(?:to|for)[ \t]+(?:the[ \t]+|any[ \t]+|all[ \t]+)?(?:ai|llm)[ \t]+(?:\w+[ \t]+)?(?:reviewers?|agents?|assistants?|models?|bots?|tools?|systems?)\b` +
 			`|\b(?:ai|llm)[ \t]+(?:\w+[ \t]+)?(?:agents?|assistants?|models?)[ \t]*:` +
 			`|\bassistant[ \t]*[,:][ \t]*(?:when|after|before|your|ignore|disregard|this is|from now)\b` +
 			`|\b(?:agent|assistant)[ \t]*:[ \t]*the user has\b` +
@@ -278,9 +281,9 @@ func Rules() []Rule {
 // match reports whether r fires on text, with the matched snippet; folded
 // is foldString(text), for the prefilter. It is equivalent to matching the
 // whole pattern (r.re), part by part.
-func (r *Rule) match(text, folded string) (string, bool) {
+func (r *Rule) match(text, folded string) (start, end int, ok bool) {
 	if r.also != nil && !r.also.MatchString(text) {
-		return "", false
+		return 0, 0, false
 	}
 	for _, p := range r.parts {
 		if !mayMatch(folded, p.needles) {
@@ -288,17 +291,17 @@ func (r *Rule) match(text, folded string) (string, bool) {
 		}
 		if !r.negatable {
 			if loc := p.re.FindStringIndex(text); loc != nil {
-				return text[loc[0]:loc[1]], true
+				return loc[0], loc[1], true
 			}
 			continue
 		}
 		for _, loc := range p.re.FindAllStringIndex(text, -1) {
 			if !negated(text, loc[0]) {
-				return text[loc[0]:loc[1]], true
+				return loc[0], loc[1], true
 			}
 		}
 	}
-	return "", false
+	return 0, 0, false
 }
 
 // negated reports whether the sentence before position i (at most 40 bytes)
@@ -323,6 +326,15 @@ type Hit struct {
 	View string `json:"view,omitempty"`
 	// Match is the matched snippet (truncated to 80 bytes).
 	Match string `json:"match"`
+	// Quoted is set when the match sits inside quotation marks in a text
+	// that discusses attacks ("what does 'ignore previous instructions'
+	// do?"): Score is then half the rule's (see quotedDiscussion).
+	Quoted bool `json:"quoted,omitempty"`
+	// InCode is set when the match starts on a code, config or log line
+	// of a text that is mostly such lines, or in a fenced code block:
+	// Score is then half the rule's (comments and messages are prose
+	// lines and count in full).
+	InCode bool `json:"in_code,omitempty"`
 }
 
 // RuleResult is the rule engine's verdict on one text.
@@ -337,13 +349,17 @@ type RuleResult struct {
 	// characters, base64, and ROT13/leetspeak views that triggered a rule),
 	// which the classifier appends to what the model scores.
 	Decoded []string
+
+	layout layout // the text's prose and code lines (context.go)
 }
 
 // ScoreRules runs the rule table over text and over the decodings of it
 // that can hide instructions (see views.go).
 func ScoreRules(text string) RuleResult {
 	var res RuleResult
+	res.layout = proseView(text)
 	fired := make(map[string]bool)
+	discussing := -1 // unknown until a rule fires
 	scan := func(view, s string) bool {
 		any := false
 		folded := foldString(s)
@@ -351,18 +367,30 @@ func ScoreRules(text string) RuleResult {
 			if fired[r.Name] {
 				continue
 			}
-			if m, ok := r.match(s, folded); ok {
+			if st, en, ok := r.match(s, folded); ok {
 				fired[r.Name] = true
 				any = true
-				if len(m) > 80 {
-					m = m[:80]
+				h := Hit{Rule: r.Name, Score: r.Score, View: view, Match: truncate(s[st:en], 80)}
+				if view == "" && inRanges(st, res.layout.codeLines) {
+					h.Score, h.InCode = r.Score/2, true
+				} else if view == "" && quoted(s, st, en) {
+					if discussing < 0 {
+						discussing = 0
+						if discussesAttacks(folded) {
+							discussing = 1
+						}
+					}
+					if discussing == 1 {
+						h.Score, h.Quoted = r.Score/2, true
+					}
 				}
-				res.Hits = append(res.Hits, Hit{Rule: r.Name, Score: r.Score, View: view, Match: m})
+				res.Hits = append(res.Hits, h)
 			}
 		}
 		return any
 	}
 	scan("", text)
+	res.Hits = scoreMultilingual(text, fired, res.Hits)
 
 	if hidden, ok := decodeTags(text); ok {
 		res.Decoded = append(res.Decoded, hidden)
@@ -386,11 +414,18 @@ func ScoreRules(text string) RuleResult {
 		res.Decoded = append(res.Decoded, l)
 	}
 
-	keep := float32(1)
+	// Hits combine as a noisy-OR, except quoted ones (an attack quoted in
+	// a discussion of attacks): only the strongest of those counts, so a
+	// question quoting three attack phrases does not add them up.
+	keep, quotedMax := float32(1), float32(0)
 	for _, h := range res.Hits {
+		if h.Quoted {
+			quotedMax = max(quotedMax, h.Score)
+			continue
+		}
 		keep *= 1 - h.Score
 	}
-	res.Score = 1 - keep
+	res.Score = 1 - keep*(1-quotedMax)
 	return res
 }
 

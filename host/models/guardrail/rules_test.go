@@ -173,7 +173,7 @@ func checkPrefilter(t *testing.T, text string) {
 	for _, view := range []string{text, rot13(text)} {
 		folded := foldString(view)
 		for _, r := range rules {
-			_, got := r.match(view, folded)
+			_, _, got := r.match(view, folded)
 			if want := matchWhole(r, view); got != want {
 				t.Fatalf("rule %s on %q: split+prefiltered %v, whole pattern %v", r.Name, view, got, want)
 			}

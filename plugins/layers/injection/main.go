@@ -10,6 +10,7 @@ package main
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -23,6 +24,7 @@ import (
 const (
 	HeaderInjection = "X-Bardo-Injection"        // the highest score, 3 decimals
 	HeaderAction    = "X-Bardo-Injection-Action" // blocked | flagged | rerouted | pass
+	HeaderWhere     = "X-Bardo-Injection-Where"  // where the highest score came from
 )
 
 // Metrics (bardo_plugin_<name>{plugin="<layer name>"}).
@@ -36,15 +38,16 @@ const (
 )
 
 type rawConfig struct {
-	Model      string   `json:"model"`
-	Label      string   `json:"label"`
-	Threshold  *float64 `json:"threshold"`
-	Action     string   `json:"action"`
-	SafeModel  string   `json:"safe_model"`
-	Scan       string   `json:"scan"`
-	ChunkBytes *int     `json:"chunk_bytes"`
-	MaxChunks  *int     `json:"max_chunks"`
-	ScoreTTL   string   `json:"score_ttl"`
+	Model       string    `json:"model"`
+	Label       string    `json:"label"`
+	Threshold   *float64  `json:"threshold"`
+	Action      string    `json:"action"`
+	SafeModel   string    `json:"safe_model"`
+	Scan        string    `json:"scan"`
+	ChunkBytes  *int      `json:"chunk_bytes"`
+	MaxChunks   *int      `json:"max_chunks"`
+	ScoreTTL    string    `json:"score_ttl"`
+	HarnessTags *[]string `json:"harness_tags"`
 }
 
 type action uint8
@@ -65,7 +68,16 @@ type config struct {
 	chunkBytes int
 	maxChunks  int
 	scoreTTL   time.Duration
+	harness    []string // tags whose sections in user text are the agent's own instructions
 }
+
+// defaultHarnessTags wrap what coding agents write into the user turn
+// themselves: Claude Code's <system-reminder> blocks (CLAUDE.md, todo-list
+// and date reminders), Codex's <user_instructions> (AGENTS.md) and
+// <environment_context>. They are the agent's instructions, like a system
+// prompt, and instruction text is what a bag-of-words classifier flags
+// (0.89–0.99): scanning them flagged every agent request.
+var defaultHarnessTags = []string{"system-reminder", "user_instructions", "environment_context"}
 
 var cfg config
 
@@ -98,7 +110,7 @@ func initConfig() error {
 
 func parseConfig(rc *rawConfig) (config, error) {
 	c := config{model: rc.Model, label: rc.Label, threshold: 0.5, safeModel: rc.SafeModel,
-		chunkBytes: 2000, maxChunks: 64, scoreTTL: time.Hour}
+		chunkBytes: 2000, maxChunks: 64, scoreTTL: time.Hour, harness: defaultHarnessTags}
 	if c.model == "" {
 		c.model = "injection"
 	}
@@ -149,6 +161,14 @@ func parseConfig(rc *rawConfig) (config, error) {
 		}
 		c.scoreTTL = d
 	}
+	if rc.HarnessTags != nil {
+		for _, t := range *rc.HarnessTags {
+			if t == "" || strings.ContainsAny(t, "<> \t\n") {
+				return c, fmt.Errorf("harness_tags: %q is not a tag name", t)
+			}
+		}
+		c.harness = *rc.HarnessTags
+	}
 	return c, nil
 }
 
@@ -158,13 +178,21 @@ type piece struct {
 	where string
 }
 
-// pieces collects the user-controlled text: user text blocks and tool
-// results, each cut into chunks of at most chunkBytes (a classifier sees a
-// bounded window; an injection buried in a long document still lands in one
-// chunk). The operator's system prompt is not the caller's text and is not
-// scanned; assistant turns are the model's own.
+// pieces collects the text the caller's user or a tool controls, every
+// block of it: user text blocks (without the agent's own harness sections),
+// tool results as a string, and every text inside a tool result sent as an
+// array of blocks (Anthropic content blocks, OpenAI content parts). The
+// system prompt and developer messages are the operator's, assistant turns
+// the model's own: neither is scanned. Each piece is cut into chunks of at
+// most chunkBytes (a classifier sees a bounded window; an injection buried
+// in a long document still lands in one chunk).
 func pieces(r *wire.Request, c *config) []piece {
 	var out []piece
+	add := func(text, where string) {
+		for _, ch := range chunks(text, c.chunkBytes) {
+			out = append(out, piece{text: ch, where: where})
+		}
+	}
 	from := 0
 	if c.latestOnly {
 		for i := len(r.Messages) - 1; i >= 0; i-- {
@@ -179,18 +207,17 @@ func pieces(r *wire.Request, c *config) []piece {
 		if m.Role != "user" {
 			continue
 		}
+		n := strconv.Itoa(i + 1)
 		for _, bl := range m.Content {
-			var where string
 			switch bl.Type {
 			case wire.BlockText:
-				where = "message " + strconv.Itoa(i+1)
+				add(stripHarness(bl.Text, c.harness), "user text in message "+n)
 			case wire.BlockToolResult:
-				where = "tool result in message " + strconv.Itoa(i+1)
-			default:
-				continue
-			}
-			for _, ch := range chunks(bl.Text, c.chunkBytes) {
-				out = append(out, piece{text: ch, where: where})
+				where := "tool result in message " + n
+				add(bl.Text, where)
+				for _, t := range blockTexts(bl.Data) {
+					add(t, where)
+				}
 			}
 		}
 	}
@@ -198,6 +225,65 @@ func pieces(r *wire.Request, c *config) []piece {
 	if len(out) > c.maxChunks {
 		out = out[len(out)-c.maxChunks:]
 	}
+	return out
+}
+
+// stripHarness removes the sections of a user text wrapped in one of tags
+// (<system-reminder>…</system-reminder>). An unclosed section is kept: it
+// was not written by the harness, which always closes them.
+func stripHarness(s string, tags []string) string {
+	for _, tag := range tags {
+		open, end := "<"+tag+">", "</"+tag+">"
+		for {
+			i := strings.Index(s, open)
+			if i < 0 {
+				break
+			}
+			j := strings.Index(s[i:], end)
+			if j < 0 {
+				break
+			}
+			s = s[:i] + s[i+j+len(end):]
+		}
+	}
+	return s
+}
+
+// blockTexts returns the texts of a tool result's structured content: the
+// "text" of every block or content part, also inside nested "content"
+// arrays (search results, documents), and "content" strings. Images and
+// other binary sources are not text and are skipped.
+func blockTexts(data []byte) []string {
+	if len(data) == 0 {
+		return nil
+	}
+	var v any
+	if json.Unmarshal(data, &v) != nil {
+		return nil
+	}
+	var out []string
+	var walk func(v any, depth int)
+	walk = func(v any, depth int) {
+		if depth > 8 {
+			return
+		}
+		switch x := v.(type) {
+		case string:
+			out = append(out, x)
+		case []any:
+			for _, e := range x {
+				walk(e, depth+1)
+			}
+		case map[string]any:
+			if t, ok := x["text"].(string); ok {
+				out = append(out, t)
+			}
+			if c, ok := x["content"]; ok {
+				walk(c, depth+1)
+			}
+		}
+	}
+	walk(v, 0)
 	return out
 }
 
@@ -289,7 +375,8 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 		}
 	}
 	top := sc[worst]
-	res.Headers = append(res.Headers, wire.KV{Key: HeaderInjection, Value: strconv.FormatFloat(float64(top), 'f', 3, 32)})
+	res.Headers = append(res.Headers, wire.KV{Key: HeaderInjection, Value: strconv.FormatFloat(float64(top), 'f', 3, 32)},
+		wire.KV{Key: HeaderWhere, Value: ps[worst].where})
 	if top < cfg.threshold {
 		res.Headers = append(res.Headers, wire.KV{Key: HeaderAction, Value: "pass"})
 		return nil
