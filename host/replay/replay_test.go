@@ -95,7 +95,7 @@ output_price = "0.60"
 cache_read_price = "0.075"
 `
 
-// answer is what the fake model says to every call: about 100 tokens, so
+// answer is what the fake model says to every call: about 60 tokens, so
 // output is billed like a short agent step whichever way it was sent.
 const answer = "I checked the relevant code and the tool output. The change is in place and the tests pass; the next step is to verify the edge cases the user mentioned and report the result concisely, with file references, before moving on to the next item on the list."
 
