@@ -135,7 +135,7 @@ func (c tally) rate() float64 {
 // positives on the agent's own instructions and on DeFi turns.
 func TestAgentTraffic(t *testing.T) {
 	items := loadTraffic(t)
-	if len(items) < 290 {
+	if len(items) < 300 {
 		t.Fatalf("%d items, want ≥ 300", len(items))
 	}
 	p := layertest.Load(t, "plugins/layers/injection", sandbox.Options{Trusted: true,
