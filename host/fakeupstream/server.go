@@ -11,7 +11,10 @@
 // errors, broken streams, cached usage) are chosen per request, either from a
 // queue filled by the test with Script, or by magic phrases such as
 // "fake:tool" in the last user message (see Behaviour and the constants
-// below). Every request the server receives is recorded verbatim.
+// below). Every request the server receives is recorded verbatim. With
+// WithPromptCaching it also simulates Anthropic's and OpenAI's prompt caches,
+// reports them in the real usage fields and keeps a bill per call
+// (promptcache.go), so replays can be priced.
 package fakeupstream
 
 import (
