@@ -519,11 +519,14 @@ func dropUnexpanded(hs []wire.KV) []wire.KV {
 	return out
 }
 
+// upstreamFailure is the caller's error for a failed exchange: the provider
+// and a short reason, never the upstream's address or the gateway's socket
+// (err carries them, for the log only).
 func upstreamFailure(provider string, err error) *wire.Error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return &wire.Error{Status: 504, Kind: wire.ErrTimeout, Message: "upstream " + provider + " did not answer in time"}
 	}
-	return &wire.Error{Status: 502, Kind: wire.ErrUpstream, Retryable: true, Message: err.Error()}
+	return &wire.Error{Status: 502, Kind: wire.ErrUpstream, Retryable: true, Message: "upstream " + provider + " " + upstream.Reason(err)}
 }
 
 // setHeaders writes the layers' headers and the degraded list.

@@ -51,6 +51,13 @@ func New(s config.Server, gw *gateway.Gateway, metrics *telemetry.Registry, log 
 		ReadBufferSize:                16 << 10,
 		CloseOnShutdown:               true,
 		StreamRequestBody:             false,
+		// The API takes JSON only: a multipart body reaches the handler and
+		// is refused there in the caller's dialect, never parsed.
+		DisablePreParseMultipartForm: true,
+		// Header parse errors must not carry the raw request head (its
+		// Authorization header included) into the log.
+		SecureErrorLogMessage: true,
+		Logger:                fasthttpLogger{log: log},
 	}
 	return sv
 }
@@ -61,7 +68,7 @@ func (sv *Server) Listen(addr string) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", addr, err)
 	}
-	sv.ln = ln
+	sv.ln = lingerListener{ln}
 	return nil
 }
 
@@ -102,6 +109,10 @@ func (sv *Server) handle(ctx *fasthttp.RequestCtx) {
 		sv.Metrics.Add("bardo_http_requests_total", 1, "path", routeLabel(ctx), "code", strconv.Itoa(ctx.Response.StatusCode()))
 		sv.Metrics.Observe("bardo_http_request_seconds", time.Since(start).Seconds(), "path", routeLabel(ctx))
 	}()
+	if smuggled(&ctx.Request.Header) {
+		refuseSmuggled(ctx)
+		return
+	}
 	switch string(ctx.Path()) {
 	case "/healthz":
 		ctx.SetContentType("application/json")
@@ -156,20 +167,6 @@ func dialectOf(ctx *fasthttp.RequestCtx) wire.Dialect {
 		return wire.DialectAnthropic
 	}
 	return wire.DialectOpenAI
-}
-
-// transportError answers requests fasthttp refused before the handler (body
-// too large, malformed HTTP, read timeout) in the caller's dialect.
-func (sv *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
-	e := &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest, Message: "malformed HTTP request"}
-	switch {
-	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		e = &wire.Error{Status: 413, Kind: wire.ErrInvalidRequest,
-			Message: fmt.Sprintf("request body exceeds the gateway's limit of %d bytes", sv.srv.MaxRequestBodySize)}
-	case isTimeout(err):
-		e = &wire.Error{Status: 408, Kind: wire.ErrTimeout, Message: "the request was not received in time"}
-	}
-	writeError(ctx, dialectOf(ctx), e)
 }
 
 func isTimeout(err error) bool {

@@ -6,10 +6,13 @@ package upstream
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -228,4 +231,33 @@ func hostOf(url string) string {
 		s = s[:i]
 	}
 	return s
+}
+
+// Reason says in a few words, fit for the caller, why an exchange failed:
+// never the upstream's address, path or the gateway's own socket (Do's
+// errors carry the upstream's host for the gateway's log).
+func Reason(err error) string {
+	var (
+		dnsErr  *net.DNSError
+		tlsErr  tls.RecordHeaderError
+		certErr *tls.CertificateVerificationError
+	)
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, context.DeadlineExceeded):
+		return "did not answer in time"
+	case errors.Is(err, errStaleConn), errors.Is(err, fasthttp.ErrConnectionClosed), errors.Is(err, io.EOF),
+		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "closed the connection before the answer was complete"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "refused the connection"
+	case errors.As(err, &dnsErr):
+		return "could not be resolved (DNS)"
+	case errors.As(err, &certErr), errors.As(err, &tlsErr):
+		return "failed the TLS handshake"
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		return "sent an answer larger than the gateway accepts"
+	}
+	return "could not be reached"
 }
