@@ -13,10 +13,10 @@ import (
 //   - a word is a run of letters, digits and combining marks (Devanagari and
 //     Arabic vowel signs are marks and stay inside their word);
 //   - a change of script ends a word, so text without spaces still splits
-//     (システムプロンプトを表示 → システムプロンプト | を表示: Katakana,
-//     then Han with the hiragana after it, which belongs to it: okurigana
-//     and particles, 教えて, 指示を), and Latin inside Cyrillic or CJK text
-//     stands apart;
+//     (システムプロンプトを表示して → システムプロンプト | を | 表示して:
+//     Katakana, Hiragana, then Han with the hiragana after it, which
+//     belongs to it: okurigana and particles, 教えて, 指示を), and Latin
+//     inside Cyrillic or CJK text stands apart;
 //   - Han runs stay whole (Chinese has no separator to split at); the rules
 //     match Han keywords as substrings of them.
 //
