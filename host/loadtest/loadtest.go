@@ -38,7 +38,8 @@ type Mix struct {
 	Prompt func(n int, r *rand.Rand) string
 	// Body makes a request body for a prompt (default: Simple).
 	Body func(dialect Dialect, prompt string, stream bool) []byte
-	// Idle pauses each client this long between requests (0: none).
+	// Idle pauses each client between requests, for a random half to one
+	// and a half times this (0: no pause).
 	Idle time.Duration
 	Seed uint64
 }
@@ -187,7 +188,7 @@ func Run(ctx context.Context, base string, mix Mix) *Result {
 				note(ask(ctx, client, base, dialect, prompt, stream, mix.Body(dialect, prompt, stream)))
 				if mix.Idle > 0 {
 					select {
-					case <-time.After(mix.Idle):
+					case <-time.After(mix.Idle/2 + time.Duration(r.Int64N(int64(mix.Idle)))):
 					case <-ctx.Done():
 					}
 				}
