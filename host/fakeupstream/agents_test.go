@@ -32,3 +32,17 @@ func TestPhraseArgsEscaped(t *testing.T) {
 		t.Fatalf("got %+v", b)
 	}
 }
+
+// Claude Code 2.1.332 sends role "system" messages, with no beta, to its
+// default claude-opus-5-5 and to every model from generation 4.8 on.
+func TestTakesMidConversationSystem(t *testing.T) {
+	for model, want := range map[string]bool{
+		"claude-opus-4-8": true, "claude-opus-5-5": true, "claude-sonnet-5": true, "claude-opus-4-8-20260101": true,
+		"claude-sonnet-4-5": false, "claude-opus-4-1": false, "claude-3-7-sonnet-20250219": false, "gpt-4o": false,
+		"claude-haiku-4-5-20251001": false,
+	} {
+		if got := takesMidConversationSystem(model); got != want {
+			t.Errorf("%s: %v, want %v", model, got, want)
+		}
+	}
+}

@@ -173,13 +173,14 @@ func (s *Server) decodeAnthropic(w http.ResponseWriter, r *http.Request, body []
 const midConversationSystemBeta = "mid-conversation-system-2026-04-07"
 
 // checkRoles validates message roles as the real API does, mid-conversation
-// system messages included: a model that takes them (Opus 4.8, or any model
+// system messages included: a model that takes them (generation 4.8 on —
+// Opus 4.8, Claude Code 2.1.332's default Opus 5.5 — or any model
 // when the request carries the beta) checks where they stand and that they
 // hold text only; any other model refuses them in the wording Claude Code
 // recognises as "drop the beta and retry" (Input should be 'user' or
 // 'assistant'). "" when the roles are fine.
 func checkRoles(model, betas string, msgs []anInMessage) string {
-	allowed := strings.Contains(model, "opus-4-8")
+	allowed := takesMidConversationSystem(model)
 	for _, b := range strings.Split(betas, ",") {
 		allowed = allowed || strings.TrimSpace(b) == midConversationSystemBeta
 	}
