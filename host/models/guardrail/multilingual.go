@@ -71,12 +71,69 @@ var mlRules = []mlRule{
 	{"unrestricted-persona", "fr", 0.45, [][]string{{"sans"}, {"restriction", "censure", "filtre"}}},
 }
 
-// mlMatch reports whether rule r fires on words, with the words matched.
-func (r *mlRule) mlMatch(words []string) (string, bool) {
+// mlKey is one compiled keyword.
+type mlKey struct {
+	k, k2    string // k2: the second word of a two-word key ("개인 키")
+	anywhere bool   // "~" keys match anywhere in a word
+}
+
+// mlGroup is one compiled keyword group: firsts holds the first bytes of
+// its keys, so most words are ruled out with one IndexByte.
+type mlGroup struct {
+	keys   []mlKey
+	firsts string
+}
+
+// mlCompiled is a rule ready to match: its groups, and the script its
+// keywords are written in (a rule runs only on a text that has it).
+type mlCompiled struct {
+	*mlRule
+	groups []mlGroup
+	script scriptClass
+}
+
+var mlCompiledRules = func() []mlCompiled {
+	out := make([]mlCompiled, len(mlRules))
+	for i := range mlRules {
+		r := &mlRules[i]
+		c := mlCompiled{mlRule: r, script: scOther}
+		for _, keys := range r.groups {
+			var g mlGroup
+			for _, k := range keys {
+				var mk mlKey
+				if k[0] == '~' {
+					k, mk.anywhere = k[1:], true
+				}
+				mk.k = k
+				if sp := strings.IndexByte(k, ' '); sp > 0 {
+					mk.k, mk.k2 = k[:sp], k[sp+1:]
+				}
+				if !strings.Contains(g.firsts, k[:1]) {
+					g.firsts += k[:1]
+				}
+				g.keys = append(g.keys, mk)
+			}
+			c.groups = append(c.groups, g)
+		}
+		for _, r := range r.groups[0][0] {
+			c.script = classify(r)
+			if c.script == scHiragana {
+				c.script = scHan
+			}
+			break
+		}
+		out[i] = c
+	}
+	return out
+}()
+
+// mlMatch reports whether rule r fires on words, with the words matched;
+// cjk[i] says whether words[i] is Han, kana, Hangul or Arabic.
+func (r *mlCompiled) mlMatch(words []string, cjk []bool) (string, bool) {
 	hits := make([][]int, len(r.groups))
-	for i, w := range words {
-		for g, keys := range r.groups {
-			if matchesAny(w, words, i, keys) {
+	for i := range words {
+		for g := range r.groups {
+			if r.groups[g].matches(words, i, cjk[i]) {
 				hits[g] = append(hits[g], i)
 			}
 		}
@@ -101,22 +158,19 @@ func (r *mlRule) mlMatch(words []string) (string, bool) {
 	return "", false
 }
 
-// matchesAny reports whether words[i] matches one of keys. A key with a
-// space ("개인 키") matches two consecutive words.
-func matchesAny(w string, words []string, i int, keys []string) bool {
-	cjk := isCJK(w) || isArabic(w)
-	for _, k := range keys {
-		anywhere := cjk
-		if k[0] == '~' {
-			k, anywhere = k[1:], true
-		}
-		if sp := strings.IndexByte(k, ' '); sp > 0 {
-			if i+1 < len(words) && strings.HasPrefix(w, k[:sp]) && strings.HasPrefix(words[i+1], k[sp+1:]) {
+// matches reports whether words[i] matches one of the group's keys. A
+// two-word key matches it and the word after it.
+func (g *mlGroup) matches(words []string, i int, cjk bool) bool {
+	w := words[i]
+	first := strings.IndexByte(g.firsts, w[0]) >= 0
+	for _, k := range g.keys {
+		if k.k2 != "" {
+			if first && i+1 < len(words) && strings.HasPrefix(w, k.k) && strings.HasPrefix(words[i+1], k.k2) {
 				return true
 			}
 			continue
 		}
-		if anywhere && strings.Contains(w, k) || strings.HasPrefix(w, k) {
+		if (cjk || k.anywhere) && strings.Contains(w, k.k) || first && strings.HasPrefix(w, k.k) {
 			return true
 		}
 	}
@@ -134,12 +188,25 @@ func isArabic(w string) bool {
 // are not in fired yet.
 func scoreMultilingual(text string, fired map[string]bool, hits []Hit) []Hit {
 	words := Words(text)
-	for i := range mlRules {
-		r := &mlRules[i]
-		if fired[r.name] {
+	cjk := make([]bool, len(words))
+	var scripts uint32
+	for i, w := range words {
+		cjk[i] = isCJK(w) || isArabic(w)
+		for _, r := range w {
+			sc := classify(r)
+			if sc == scHiragana {
+				sc = scHan
+			}
+			scripts |= 1 << sc
+			break
+		}
+	}
+	for i := range mlCompiledRules {
+		r := &mlCompiledRules[i]
+		if fired[r.name] || scripts&(1<<r.script) == 0 {
 			continue
 		}
-		if m, ok := r.mlMatch(words); ok {
+		if m, ok := r.mlMatch(words, cjk); ok {
 			fired[r.name] = true
 			hits = append(hits, Hit{Rule: r.name, Score: r.score, View: "lang:" + r.lang, Match: truncate(m, 80)})
 		}
