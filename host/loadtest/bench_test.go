@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -109,4 +110,58 @@ func ttfb(b *testing.B, client *http.Client, base, prompt string) time.Duration 
 		b.Fatalf("status %d: %.500s", resp.StatusCode, rest)
 	}
 	return took
+}
+
+// BenchmarkAgentTTFBByLayer splits BenchmarkAgentTTFB's added time by layer:
+// each shipped layer alone (with the models it may use) against no layer.
+//
+//	go test -run '^$' -bench AgentTTFBByLayer -benchtime 60x ./host/loadtest/
+func BenchmarkAgentTTFBByLayer(b *testing.B) {
+	fake := fakeupstream.New(fakeupstream.WithAPIKey(testgateway.FakeUpstreamKey))
+	b.Cleanup(fake.Close)
+	bare := startBare(b, fake.URL())
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	shipped := testgateway.ShippedLayers(b)
+	for _, name := range layerNames(shipped) {
+		g := startShipped(b, fake.URL(), func(layers string) string { return onlyLayer(layers, name) })
+		b.Run("layer="+name, func(b *testing.B) {
+			for i := range 3 {
+				ttfb(b, client, g.URL, fmt.Sprintf("warm %s %d", name, i))
+			}
+			var added []time.Duration
+			run := time.Now().UnixNano()
+			for i := range b.N {
+				prompt := fmt.Sprintf("Rename the field %d of run %d and update its callers", i, run)
+				n := ttfb(b, client, bare.URL, prompt)
+				added = append(added, ttfb(b, client, g.URL, prompt)-n)
+			}
+			b.ReportMetric(float64(loadtest.Percentile(added, 50).Microseconds())/1000, "added-p50-ms")
+			b.ReportMetric(float64(loadtest.Percentile(added, 90).Microseconds())/1000, "added-p90-ms")
+			fake.Reset()
+		})
+	}
+}
+
+// layerNames lists the [[layer]] names of a pipeline's TOML, in order.
+func layerNames(layers string) []string {
+	var names []string
+	for _, blk := range strings.Split(layers, "\n[[layer]]")[1:] {
+		if m := regexp.MustCompile(`(?m)^name = "([^"]+)"`).FindStringSubmatch(blk); m != nil {
+			names = append(names, m[1])
+		}
+	}
+	return names
+}
+
+// onlyLayer keeps the part before the first [[layer]] (the models) and the
+// one layer named name.
+func onlyLayer(layers, name string) string {
+	blks := strings.Split(layers, "\n[[layer]]")
+	out := blks[0]
+	for _, blk := range blks[1:] {
+		if strings.Contains(blk, "\nname = \""+name+"\"") {
+			out += "\n[[layer]]" + blk
+		}
+	}
+	return out
 }
