@@ -13,7 +13,7 @@ WASM_FLAGS  := -buildmode=c-shared -trimpath -ldflags=-s
 PLUGIN_PKGS := $(wildcard plugins/layers/*/main.go plugins/providers/*/main.go testplugins/*/main.go)
 GO_SOURCES  := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null) go.mod go.sum sdk/go.mod
 
-.PHONY: all run build plugins models test test-go test-node sdk-test-deps fuzz bench lint clean deps
+.PHONY: all run build plugins models test test-go test-node sdk-test-deps agent-test-deps fuzz bench lint clean deps
 
 all: build plugins models
 
@@ -53,7 +53,14 @@ test: lint plugins models test-go test-node fuzz
 sdk-test-deps:
 	npm ci --prefix wasm/sdk-test --no-audit --no-fund
 
-test-go: sdk-test-deps
+# The real coding agents host/gateway/agenttest drives (Claude Code, opencode,
+# Codex), pinned in tools/agents; their native binaries ship in npm packages.
+# `npm install`, not `npm ci`: the lock holds only the platform packages the
+# registry serves (opencode-ai names twelve), which npm ci calls out of sync.
+agent-test-deps:
+	npm install --prefix tools/agents --no-audit --no-fund
+
+test-go: sdk-test-deps agent-test-deps
 	$(GO) test -count=1 ./...
 	cd sdk && $(GO) test -count=1 ./...
 
