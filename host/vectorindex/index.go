@@ -80,6 +80,7 @@ var (
 	ErrBadScore       = errors.New("vectorindex: minScore is NaN")
 	ErrTooManyTenants = errors.New("vectorindex: tenant limit reached")
 	ErrClosed         = errors.New("vectorindex: index closed")
+	ErrInternal       = errors.New("vectorindex: internal error")
 )
 
 // Config configures an Index. Zero values select the defaults above.
@@ -158,6 +159,9 @@ type Stats struct {
 	Deletions   uint64
 	// Rebuilds counts completed graph builds (first builds included).
 	Rebuilds uint64
+	// Panics counts internal errors recovered in a tenant operation; each
+	// emptied its tenant (see ErrInternal). Anything but 0 is a bug.
+	Panics uint64
 }
 
 // Index is a set of per-tenant vector indexes. Create it with New and stop
@@ -205,6 +209,7 @@ type Index struct {
 	expirations  atomic.Uint64
 	deletions    atomic.Uint64
 	rebuilds     atomic.Uint64
+	panics       atomic.Uint64
 }
 
 // New validates cfg, applies defaults and returns an empty Index.
@@ -310,32 +315,60 @@ func (ix *Index) Insert(tenant, id string, vec []float32, ttl time.Duration, tag
 		if err != nil {
 			return fmt.Errorf("vectorindex: insert %q: %w", id, err)
 		}
-		t.mu.Lock()
-		if t.removed {
-			// Flushed or reclaimed between lookup and lock: use the new one.
-			t.mu.Unlock()
+		removed := false
+		err = ix.write(t, func() {
+			if t.removed {
+				// Flushed or reclaimed between lookup and lock: use the new one.
+				removed = true
+				return
+			}
+			now := ix.now().UnixNano()
+			e.expires = now + int64(ttl)
+			if e.expires < now { // a ttl of centuries overflows: never expire
+				e.expires = math.MaxInt64
+			}
+			ix.expireLocked(t, now)
+			if old := t.byID[id]; old != nil {
+				ix.removeLocked(t, old)
+				ix.replacements.Add(1)
+			}
+			for len(t.byID) >= ix.maxEntries {
+				ix.removeLocked(t, t.lruVictim())
+				ix.evictions.Add(1)
+			}
+			ix.addLocked(t, e, unit)
+			ix.maybeRebuildLocked(t)
+		})
+		if removed {
 			continue
 		}
-		now := ix.now().UnixNano()
-		e.expires = now + int64(ttl)
-		if e.expires < now { // a ttl of centuries overflows: never expire
-			e.expires = math.MaxInt64
+		if err != nil {
+			return fmt.Errorf("vectorindex: insert %q into %q: %w", id, tenant, err)
 		}
-		ix.expireLocked(t, now)
-		if old := t.byID[id]; old != nil {
-			ix.removeLocked(t, old)
-			ix.replacements.Add(1)
-		}
-		for len(t.byID) >= ix.maxEntries {
-			ix.removeLocked(t, t.lruVictim())
-			ix.evictions.Add(1)
-		}
-		ix.addLocked(t, e, unit)
-		ix.maybeRebuildLocked(t)
-		t.mu.Unlock()
 		ix.inserts.Add(1)
 		return nil
 	}
+}
+
+// write runs f under t's write lock. The lock is released however f ends:
+// a panic must never leave a tenant locked (every later request would
+// wait for it for ever, as a lost unlock once made the semantic cache hang
+// every request while the gateway looked alive). A panic in f is a bug
+// that may have left the tenant half-updated, so its entries are dropped
+// (a cache may always forget) and the panic comes back as an error wrapping
+// ErrInternal.
+func (ix *Index) write(t *tenant, f func()) (err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	defer func() {
+		if r := recover(); r != nil {
+			ix.resetLocked(t)
+			ix.panics.Add(1)
+			err = fmt.Errorf("%w: %v (the tenant's entries were dropped)", ErrInternal, r)
+		}
+	}()
+	f()
+	return nil
 }
 
 // Search returns up to k live, unexpired entries of tenant whose cosine
@@ -369,7 +402,31 @@ func (ix *Index) Search(tenant string, vec []float32, k int, minScore float32) (
 	}
 	now := ix.now().UnixNano()
 
+	out, expired := ix.read(t, q, k, minScore, now)
+	if len(expired) > 0 {
+		// Lazy expiry: the read lock cannot remove, so retake it for writing
+		// and re-check, since another caller may have replaced the entries.
+		err := ix.write(t, func() {
+			for _, e := range expired {
+				if t.byID[e.id] == e && e.expires <= now {
+					ix.removeLocked(t, e)
+					ix.expirations.Add(1)
+				}
+			}
+			ix.maybeRebuildLocked(t)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("vectorindex: search %q: %w", tenant, err)
+		}
+	}
+	return out, nil
+}
+
+// read is Search's part under the read lock (released by defer: a panic in
+// the graph search must not leave writers waiting for ever).
+func (ix *Index) read(t *tenant, q []float32, k int, minScore float32, now int64) ([]Match, []*entry) {
 	t.mu.RLock()
+	defer t.mu.RUnlock()
 	var hits []hit
 	var expired []*entry
 	if t.graph == nil || (ix.exactBelow >= 0 && len(t.nodes) <= ix.exactBelow) {
@@ -390,22 +447,7 @@ func (ix *Index) Search(tenant string, vec []float32, k int, minScore float32) (
 			ExpiresAt: time.Unix(0, e.expires),
 		}
 	}
-	t.mu.RUnlock()
-
-	if len(expired) > 0 {
-		// Lazy expiry: the read lock cannot remove, so retake it for writing
-		// and re-check, since another caller may have replaced the entries.
-		t.mu.Lock()
-		for _, e := range expired {
-			if t.byID[e.id] == e && e.expires <= now {
-				ix.removeLocked(t, e)
-				ix.expirations.Add(1)
-			}
-		}
-		ix.maybeRebuildLocked(t)
-		t.mu.Unlock()
-	}
-	return out, nil
+	return out, expired
 }
 
 // Delete removes (tenant, id) and reports whether it existed.
@@ -417,16 +459,18 @@ func (ix *Index) Delete(tenant, id string) bool {
 	if t == nil {
 		return false
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e := t.byID[id]
-	if e == nil {
-		return false
-	}
-	ix.removeLocked(t, e)
-	ix.deletions.Add(1)
-	ix.maybeRebuildLocked(t)
-	return true
+	found := false
+	_ = ix.write(t, func() { // an internal error empties the tenant: deleted too
+		e := t.byID[id]
+		if e == nil {
+			return
+		}
+		found = true
+		ix.removeLocked(t, e)
+		ix.deletions.Add(1)
+		ix.maybeRebuildLocked(t)
+	})
+	return found
 }
 
 // DeleteTagged removes every entry of tenant carrying tag and returns how
@@ -439,19 +483,19 @@ func (ix *Index) DeleteTagged(tenant, tag string) int {
 	}
 	n := 0
 	for _, t := range ix.selectTenants(tenant) {
-		t.mu.Lock()
-		var doomed []*entry
-		for _, e := range t.byID {
-			if slices.Contains(e.tags, tag) {
-				doomed = append(doomed, e)
+		_ = ix.write(t, func() { // an internal error empties the tenant: invalidated too
+			var doomed []*entry
+			for _, e := range t.byID {
+				if slices.Contains(e.tags, tag) {
+					doomed = append(doomed, e)
+				}
 			}
-		}
-		for _, e := range doomed {
-			ix.removeLocked(t, e)
-		}
-		ix.maybeRebuildLocked(t)
-		t.mu.Unlock()
-		n += len(doomed)
+			for _, e := range doomed {
+				ix.removeLocked(t, e)
+			}
+			ix.maybeRebuildLocked(t)
+			n += len(doomed)
+		})
 	}
 	ix.deletions.Add(uint64(n))
 	return n
@@ -477,9 +521,7 @@ func (ix *Index) Flush(name string) int {
 	ix.mu.Unlock()
 	n := 0
 	for _, t := range doomed {
-		t.mu.Lock()
-		n += ix.dropLocked(t)
-		t.mu.Unlock()
+		_ = ix.write(t, func() { n += ix.dropLocked(t) })
 	}
 	ix.deletions.Add(uint64(n))
 	return n
@@ -496,14 +538,14 @@ func (ix *Index) Sweep() int {
 	now := ix.now().UnixNano()
 	n := 0
 	for _, t := range ix.selectTenants("") {
-		t.mu.Lock()
-		n += ix.expireLocked(t, now)
-		ix.maybeRebuildLocked(t)
-		t.mu.Unlock()
+		_ = ix.write(t, func() {
+			n += ix.expireLocked(t, now)
+			ix.maybeRebuildLocked(t)
+		})
 	}
 	ix.mu.Lock()
+	defer ix.mu.Unlock()
 	ix.dropEmptyTenantsLocked()
-	ix.mu.Unlock()
 	return n
 }
 
@@ -535,6 +577,7 @@ func (ix *Index) Stats() Stats {
 		Expirations:  ix.expirations.Load(),
 		Deletions:    ix.deletions.Load(),
 		Rebuilds:     ix.rebuilds.Load(),
+		Panics:       ix.panics.Load(),
 	}
 }
 
@@ -627,9 +670,7 @@ func (ix *Index) tenantFor(name string) (*tenant, error) {
 	if ix.maxTenants > 0 && len(ix.tenants) >= ix.maxTenants {
 		now := ix.now().UnixNano()
 		for _, t := range ix.tenants {
-			t.mu.Lock()
-			ix.expireLocked(t, now)
-			t.mu.Unlock()
+			_ = ix.write(t, func() { ix.expireLocked(t, now) })
 		}
 		ix.dropEmptyTenantsLocked()
 		if len(ix.tenants) >= ix.maxTenants {
@@ -645,11 +686,11 @@ func (ix *Index) tenantFor(name string) (*tenant, error) {
 // flight. ix.mu must be held for writing.
 func (ix *Index) dropEmptyTenantsLocked() {
 	for name, t := range ix.tenants {
-		t.mu.Lock()
-		if len(t.byID) == 0 && !t.rebuilding {
-			delete(ix.tenants, name)
-			ix.dropLocked(t)
-		}
-		t.mu.Unlock()
+		_ = ix.write(t, func() {
+			if len(t.byID) == 0 && !t.rebuilding {
+				delete(ix.tenants, name)
+				ix.dropLocked(t)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package vectorindex
 import (
 	"cmp"
 	"container/heap"
+	"fmt"
 	"math"
 	"math/rand"
 	"slices"
@@ -140,6 +141,14 @@ func (ix *Index) addLocked(t *tenant, e *entry, vec []float32) {
 // removeLocked removes a live entry. A node goes with its last entry; if the
 // tenant has a graph, the node becomes a tombstone.
 func (ix *Index) removeLocked(t *tenant, e *entry) {
+	// An entry that is not where it says is a bug (a double removal, say):
+	// removing by its stale positions would take another entry's heap slot
+	// and corrupt the tenant silently. Fail loudly instead; Index.write
+	// recovers by emptying the tenant.
+	if t.byID[e.id] != e || !inHeap(t.lru, e.lruIdx, e) || !inHeap(t.exp, e.expIdx, e) {
+		panic(fmt.Sprintf("vectorindex: removing entry %q that is not live (lru %d/%d, exp %d/%d)",
+			e.id, e.lruIdx, len(t.lru), e.expIdx, len(t.exp)))
+	}
 	delete(t.byID, e.id)
 	heap.Remove(&t.lru, e.lruIdx)
 	heap.Remove(&t.exp, e.expIdx)
@@ -166,6 +175,17 @@ func (ix *Index) removeLocked(t *tenant, e *entry) {
 		t.dead++
 		ix.tombstones.Add(1)
 	}
+}
+
+func inHeap(h []*entry, i int, e *entry) bool { return i >= 0 && i < len(h) && h[i] == e }
+
+// resetLocked empties a tenant whose state can no longer be trusted (a
+// panic interrupted an update) and leaves it usable; a rebuild in flight
+// sees the generation change and discards its work.
+func (ix *Index) resetLocked(t *tenant) {
+	removed := t.removed
+	ix.dropLocked(t)
+	t.removed = removed
 }
 
 // trim drops trailing holes and compacts the entries into a fresh array
@@ -423,12 +443,20 @@ func (ix *Index) build(snap []*node, seed int64) *hnsw.Graph[uint64] {
 func (ix *Index) rebuild(t *tenant, gen uint64, snap []*node, seed int64) {
 	defer ix.wg.Done()
 	abort := func() {
-		t.mu.Lock()
-		if t.gen == gen {
-			t.rebuilding, t.pending = false, nil
-		}
-		t.mu.Unlock()
+		_ = ix.write(t, func() {
+			if t.gen == gen {
+				t.rebuilding, t.pending = false, nil
+			}
+		})
 	}
+	// A panic here would take the process down: count it, keep the old
+	// graph (or the exact scan) and let a later change retry.
+	defer func() {
+		if r := recover(); r != nil {
+			ix.panics.Add(1)
+			abort()
+		}
+	}()
 	select {
 	case ix.sem <- struct{}{}:
 	case <-ix.closing:
@@ -446,27 +474,31 @@ func (ix *Index) rebuild(t *tenant, gen uint64, snap []*node, seed int64) {
 		g.Add(hnsw.MakeNode(n.key, n.vec))
 	}
 	for round := 0; ; round++ {
-		t.mu.Lock()
-		if t.gen != gen {
-			t.mu.Unlock() // the tenant was dropped; its state is gone
-			return
-		}
-		if ix.closed.Load() {
-			t.rebuilding, t.pending = false, nil
-			t.mu.Unlock()
-			return
-		}
-		backlog := t.pending
-		t.pending = nil
-		if len(backlog) <= catchUpMax || round >= maxCatchUpRounds {
-			for _, n := range backlog {
-				g.Add(hnsw.MakeNode(n.key, n.vec))
+		var backlog []*node
+		done := false
+		err := ix.write(t, func() {
+			if t.gen != gen {
+				done = true // the tenant was dropped; its state is gone
+				return
 			}
-			ix.installLocked(t, g)
-			t.mu.Unlock()
+			if ix.closed.Load() {
+				t.rebuilding, t.pending = false, nil
+				done = true
+				return
+			}
+			backlog = t.pending
+			t.pending = nil
+			if len(backlog) <= catchUpMax || round >= maxCatchUpRounds {
+				for _, n := range backlog {
+					g.Add(hnsw.MakeNode(n.key, n.vec))
+				}
+				ix.installLocked(t, g)
+				done = true
+			}
+		})
+		if done || err != nil {
 			return
 		}
-		t.mu.Unlock()
 		for _, n := range backlog {
 			g.Add(hnsw.MakeNode(n.key, n.vec))
 		}
@@ -509,6 +541,7 @@ func (h *lruHeap) Push(x any) {
 func (h *lruHeap) Pop() any {
 	old := *h
 	e := old[len(old)-1]
+	e.lruIdx = -1
 	old[len(old)-1] = nil
 	*h = old[:len(old)-1]
 	return e
@@ -528,6 +561,7 @@ func (h *expHeap) Push(x any) {
 func (h *expHeap) Pop() any {
 	old := *h
 	e := old[len(old)-1]
+	e.expIdx = -1
 	old[len(old)-1] = nil
 	*h = old[:len(old)-1]
 	return e
