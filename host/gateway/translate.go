@@ -24,7 +24,8 @@ package gateway
 //     OpenAI's function "strict", …) are the caller's dialect's: they are
 //     dropped, named in the "dropped-fields:" note ("tools[].defer_loading"),
 //     and so are Anthropic server tools ("tools[web_search]") for an OpenAI
-//     upstream.
+//     upstream and tool_choice members beyond type and name
+//     ("tool_choice.disable_parallel_tool_use").
 //   - Mid-conversation system messages. OpenAI upstreams take them in place
 //     (system messages). For an Anthropic upstream those of an OpenAI
 //     caller are moved into the top-level system prompt, as before they
@@ -173,6 +174,25 @@ func withoutNestedExtras(req *wire.Request, up wire.Dialect) (*wire.Request, []s
 	}
 	if changed {
 		cp.Tools = tools
+	}
+	// tool_choice members beyond the canonical type and name (Anthropic's
+	// disable_parallel_tool_use) have no place in the other dialect's form.
+	if len(req.ToolChoice) > 0 {
+		var tc map[string]json.RawMessage
+		if json.Unmarshal(req.ToolChoice, &tc) == nil {
+			kept := map[string]json.RawMessage{}
+			for k, v := range tc {
+				if k == "type" || k == "name" {
+					kept[k] = v
+				} else if n := "tool_choice." + k; !seen[n] {
+					seen[n] = true
+					names = append(names, n)
+				}
+			}
+			if len(kept) < len(tc) {
+				cp.ToolChoice, _ = json.Marshal(kept)
+			}
+		}
 	}
 	if len(names) == 0 {
 		return nil, nil

@@ -205,6 +205,14 @@ func TestTranslateSystemMessagesAndNestedExtras(t *testing.T) {
 		t.Error("translating changed the caller's request")
 	}
 
+	// Anthropic's tool_choice option has no OpenAI tool_choice form.
+	x = anth()
+	x.Req.ToolChoice = []byte(`{"type":"auto","disable_parallel_tool_use":true}`)
+	if body = encodeFor(t, x, wire.DialectOpenAI); !strings.Contains(body, `"tool_choice":"auto"`) ||
+		!strings.Contains(strings.Join(x.Degraded, ","), "tool_choice.disable_parallel_tool_use") {
+		t.Fatalf("tool_choice: %s (%v)", body, x.Degraded)
+	}
+
 	// An OpenAI caller's system message after the first turn, for an
 	// Anthropic upstream: moved to the top-level system prompt, said so.
 	x = openaiExchange(t, `{"model":"claude-x","messages":[{"role":"system","content":"top"},{"role":"user","content":"hi"},{"role":"system","content":"later"},{"role":"user","content":"q"}]}`)
