@@ -37,7 +37,9 @@ type LoadOptions struct {
 
 // Result explains one text's score.
 type Result struct {
-	// Score is P(INJECTION): max(Model, Rules), or Model with ModelOnly.
+	// Score is P(INJECTION): max(Model, Rules), where Model counts in full
+	// only when corroborated (context.go; otherwise at most 0.45), or
+	// Model with ModelOnly.
 	Score float32 `json:"score"`
 	// Model is the TF-IDF model's P(INJECTION) on the text plus any hidden
 	// text the rules decoded (see RuleResult.Decoded).

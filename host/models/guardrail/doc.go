@@ -13,7 +13,12 @@
 //     that can hide instructions (Unicode tag characters, base64, ROT13,
 //     leetspeak).
 //   - Load returns a Classifier (a models.Classifier) whose P(INJECTION) is
-//     max(model, rules); Explain says which rules fired.
+//     max(model, rules), made context-aware for agent traffic (context.go:
+//     the model scores prose only and alone stays below the threshold;
+//     matches on code lines or quoted in a discussion of attacks count
+//     half); Explain says which rules fired.
+//   - Words is a Unicode-aware tokenizer for the multilingual keyword rules
+//     (multilingual.go: ru, ja, ko, ar, hi, zh, es, de, fr).
 //
 // README.md has the measured precision and recall on the labelled sets in
 // host/models/testdata/injection and what they do and do not show.
