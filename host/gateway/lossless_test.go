@@ -162,3 +162,40 @@ func toolName(v any) string {
 	s, _ := m["name"].(string)
 	return s
 }
+
+// TestAmbiguousBodiesRefused: invalid UTF-8 and a key given twice are a 400
+// in the caller's dialect whether or not the request would be translated
+// (before, a translated body had U+FFFD in place of the bad bytes, and two
+// messages arrays were concatenated); nothing reaches the upstream.
+func TestAmbiguousBodiesRefused(t *testing.T) {
+	g, fake := startWithUpstream(t, "")
+	for _, c := range []struct {
+		name, path, body, want string
+	}{
+		{"anthropic caller, openai upstream, bad UTF-8", "/v1/messages",
+			"{\"model\":\"gpt-4o\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"caf\xe9\"}]}", "invalid UTF-8"},
+		{"openai caller, anthropic upstream, bad UTF-8", "/v1/chat/completions",
+			"{\"model\":\"claude-sonnet-4-5\",\"messages\":[{\"role\":\"user\",\"content\":\"caf\xe9\"}]}", "invalid UTF-8"},
+		{"openai caller, same dialect, bad UTF-8", "/v1/chat/completions",
+			"{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\",\"content\":\"caf\xe9\"}]}", "invalid UTF-8"},
+		{"two messages arrays", "/v1/chat/completions",
+			`{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"a"}],"messages":[{"role":"user","content":"b"}]}`, `duplicate key \"messages\"`},
+		{"a key twice in a message", "/v1/messages",
+			`{"model":"gpt-4o","max_tokens":5,"messages":[{"role":"user","content":"a","content":"b"}]}`, `duplicate key \"content\"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fake.Reset()
+			r := post(t, g.URL, c.path, c.body)
+			if r.Status != 400 || !strings.Contains(string(r.Body), c.want) {
+				t.Fatalf("status %d: %s", r.Status, r.Body)
+			}
+			m := decode(t, r.Body)
+			if c.path == "/v1/messages" && m["type"] != "error" || c.path != "/v1/messages" && m["type"] != nil {
+				t.Errorf("error not in the caller's dialect: %s", r.Body)
+			}
+			if n := len(fake.Requests()); n != 0 {
+				t.Errorf("%d upstream calls", n)
+			}
+		})
+	}
+}
