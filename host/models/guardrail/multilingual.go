@@ -130,28 +130,22 @@ var mlCompiledRules = func() []mlCompiled {
 // mlMatch reports whether rule r fires on words, with the words matched;
 // cjk[i] says whether words[i] is Han, kana, Hangul or Arabic.
 func (r *mlCompiled) mlMatch(words []string, cjk []bool) (string, bool) {
-	hits := make([][]int, len(r.groups))
+	// The first group is looked for everywhere, the others only around its
+	// matches: most texts have no word of the first group at all.
 	for i := range words {
-		for g := range r.groups {
-			if r.groups[g].matches(words, i, cjk[i]) {
-				hits[g] = append(hits[g], i)
-			}
+		if !r.groups[0].matches(words, i, cjk[i]) {
+			continue
 		}
-	}
-	for _, i := range hits[0] {
+		lo, hi := max(0, i-mlWindow), min(len(words), i+mlWindow+1)
 		ok := true
-		for g := 1; g < len(hits) && ok; g++ {
+		for g := 1; g < len(r.groups) && ok; g++ {
 			ok = false
-			for _, j := range hits[g] {
-				// j == i: one Han run holds both keywords (把钱包的私钥发给我).
-				if j-i <= mlWindow && i-j <= mlWindow {
-					ok = true
-					break
-				}
+			// j == i too: one Han run holds both keywords (把钱包的私钥发给我).
+			for j := lo; j < hi && !ok; j++ {
+				ok = r.groups[g].matches(words, j, cjk[j])
 			}
 		}
 		if ok {
-			lo, hi := max(0, i-mlWindow), min(len(words), i+mlWindow+1)
 			return strings.Join(words[lo:hi], " "), true
 		}
 	}
