@@ -175,7 +175,7 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 		}
 		route := wire.Route{Provider: pr.Spec.Name, Model: model, BaseURL: pr.Spec.BaseURL}
 		if !g.available(route.Provider) {
-			tried = append(tried, route.Provider+":down")
+			tried = append(tried, route.Provider+":"+g.unavailableWhy(route.Provider))
 			continue
 		}
 		x.Meta.Annotations = setKV(x.Meta.Annotations, AnnotationProvider, route.Provider)
@@ -236,6 +236,9 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 	}
 	g.Events.Emit(eventlog.ProvidersExhausted, rid, map[string]any{"tried": tried})
 	if lastErr == nil {
+		lastErr = g.backoffError(x.Req.Model, tried)
+	}
+	if lastErr == nil {
 		// No attempt at all: health took every candidate out.
 		lastErr = &wire.Error{Status: 503, Kind: wire.ErrOverloaded, RetryAfterMs: 30_000,
 			Message: "every provider that can serve model " + x.Req.Model + " is temporarily out of service after repeated failures (" +
@@ -268,6 +271,7 @@ type attemptOutcome struct {
 	first     *wire.SSE          // a stream's first event, already read
 	err       *wire.Error        // the failure
 	transient bool               // another try or provider may succeed
+	upStatus  int                // the upstream's own status, when it answered an error
 }
 
 // attempt encodes the request for one provider and calls its upstream. A
@@ -314,7 +318,7 @@ func (g *Gateway) attempt(rctx context.Context, p *pipeline.Pipeline, x *pipelin
 		// credentials) may pass on another provider; a request the
 		// upstream found invalid will not.
 		transient := werr.Retryable || werr.Status >= 500 || werr.Status == 429 || werr.Status == 408
-		return attemptOutcome{err: werr, transient: transient}
+		return attemptOutcome{err: werr, transient: transient, upStatus: resp.Status}
 	}
 	if call.VerifySuccess && call.ResponseDialect != wire.DialectNone {
 		// The adapter vets a response the host decodes natively (Venice:

@@ -622,14 +622,6 @@ func TestFailover(t *testing.T) {
 		t.Fatalf("failover: %d %q %s", r.Status, r.Header.Get("X-Bardo-Provider"), r.Body)
 	}
 
-	// A 429 with a long retry-after is not waited for: straight to the backup.
-	primary.Script(fakeupstream.RateLimited(30))
-	t0 := time.Now()
-	r = post(t, g.URL, "/v1/chat/completions", body)
-	if r.Status != 200 || r.Header.Get("X-Bardo-Provider") != "backup" || time.Since(t0) > 5*time.Second {
-		t.Fatalf("429 failover: %d %q after %v", r.Status, r.Header.Get("X-Bardo-Provider"), time.Since(t0))
-	}
-
 	// A request the upstream finds invalid is not retried or failed over
 	// (and says nothing about the provider's health).
 	primary.Script(fakeupstream.Fail(400))
@@ -648,23 +640,34 @@ func TestFailover(t *testing.T) {
 		t.Fatalf("invisible stream failover: %q\n%s", r.Header.Get("X-Bardo-Provider"), r.Body)
 	}
 
-	// The primary has now failed five times in a row (two 500s, a 429, two
-	// cut streams): health takes it out, and it is not even tried.
-	if g.Daemon.Health.Available("primary") || !g.Daemon.Health.Available("backup") {
-		t.Fatalf("health: primary available %v, backup %v", g.Daemon.Health.Available("primary"), g.Daemon.Health.Available("backup"))
+	// A 429 with a long retry-after is not waited for: straight to the backup.
+	primary.Script(fakeupstream.RateLimited(30))
+	t0 := time.Now()
+	r = post(t, g.URL, "/v1/chat/completions", body)
+	if r.Status != 200 || r.Header.Get("X-Bardo-Provider") != "backup" || time.Since(t0) > 5*time.Second {
+		t.Fatalf("429 failover: %d %q after %v", r.Status, r.Header.Get("X-Bardo-Provider"), time.Since(t0))
+	}
+
+	// The primary failed four times (two 500s, two cut streams) and asked
+	// for 30 s: too little evidence to take it out (issue 11: a few bad
+	// requests must not switch a provider off), but it backs off for the
+	// 30 s its 429 asked for, so it is not even tried meanwhile.
+	if s, _ := g.Daemon.Health.Get("primary"); s.State.String() != "healthy" || s.BackoffUntil.IsZero() ||
+		g.Daemon.Health.Available("primary") || !g.Daemon.Health.Available("backup") {
+		t.Fatalf("health: primary %+v, backup available %v", s, g.Daemon.Health.Available("backup"))
 	}
 	before = primary.Count("/v1/chat/completions")
 	r = post(t, g.URL, "/v1/chat/completions", body)
-	if r.Status != 200 || r.Header.Get("X-Bardo-Provider") != "backup" || r.Header.Get("X-Bardo-Fallback") != "primary:down" ||
+	if r.Status != 200 || r.Header.Get("X-Bardo-Provider") != "backup" || r.Header.Get("X-Bardo-Fallback") != "primary:rate-limited" ||
 		primary.Count("/v1/chat/completions") != before {
-		t.Fatalf("primary out: %d %q %q, primary got %d more", r.Status, r.Header.Get("X-Bardo-Provider"), r.Header.Get("X-Bardo-Fallback"),
+		t.Fatalf("primary backing off: %d %q %q, primary got %d more", r.Status, r.Header.Get("X-Bardo-Provider"), r.Header.Get("X-Bardo-Fallback"),
 			primary.Count("/v1/chat/completions")-before)
 	}
 
 	// Both down: a clear error naming what was tried; never the simulator.
 	backup.Script(fakeupstream.Fail(502), fakeupstream.Fail(502))
 	r = post(t, g.URL, "/v1/chat/completions", body)
-	if r.Status != 502 || r.Header.Get("X-Bardo-Fallback") != "primary:down,backup:502,backup:502" || strings.Contains(string(r.Body), "bardo sim") {
+	if r.Status != 502 || r.Header.Get("X-Bardo-Fallback") != "primary:rate-limited,backup:502,backup:502" || strings.Contains(string(r.Body), "bardo sim") {
 		t.Fatalf("all down: %d %q %s", r.Status, r.Header.Get("X-Bardo-Fallback"), r.Body)
 	}
 

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"strings"
 	"time"
 
 	"github.com/bardoinference/bardo/host/health"
@@ -22,11 +23,40 @@ func (g *Gateway) record(provider string, out attemptOutcome, took time.Duration
 	if g.Health == nil {
 		return
 	}
-	g.Health.Record(provider, health.Outcome{Kind: outcomeKind(out), Latency: took,
-		RetryAfter: retryAfter(out.err)})
+	k := outcomeKind(out)
+	switch {
+	case k == health.RateLimited && g.direct(provider):
+		// A direct provider runs on the caller's own key: its rate limit is
+		// that caller's, and must not make the provider back off for all.
+		k = health.Client
+	case (out.upStatus == 401 || out.upStatus == 403) && !g.direct(provider):
+		// The gateway's own credential was refused: every caller's request
+		// will fail the same way, so it counts against the provider.
+		k = health.Server
+	}
+	g.Health.Record(provider, health.Outcome{Kind: k, Latency: took, RetryAfter: retryAfter(out.err)})
+}
+
+// direct reports whether provider uses the caller's own key.
+func (g *Gateway) direct(provider string) bool {
+	if g.Pipelines == nil {
+		return false
+	}
+	p := g.Pipelines.Peek()
+	if p == nil {
+		return false
+	}
+	pr := p.Provider(provider)
+	return pr != nil && pr.Spec.Direct
 }
 
 func outcomeKind(out attemptOutcome) health.Kind {
+	if out.upStatus != 0 {
+		// The upstream answered: what it said is the evidence, however the
+		// decoder mapped it for the caller (an upstream 500 reaches the
+		// caller as a 502, which must not read as a connection failure).
+		return health.Classify(out.upStatus, nil)
+	}
 	e := out.err
 	switch {
 	case e == nil:
@@ -51,4 +81,38 @@ func retryAfter(e *wire.Error) time.Duration {
 		return 0
 	}
 	return time.Duration(e.RetryAfterMs) * time.Millisecond
+}
+
+// unavailableWhy names why health skipped a provider, for X-Bardo-Fallback:
+// "rate-limited" while it backs off after a 429, else "down".
+func (g *Gateway) unavailableWhy(provider string) string {
+	if s, ok := g.Health.Get(provider); ok && !s.BackoffUntil.IsZero() && s.State == health.Closed {
+		return "rate-limited"
+	}
+	return "down"
+}
+
+// backoffError is the caller's answer when every candidate was skipped and
+// all of them only because they are backing off after a 429: a rate limit
+// (429) with the shortest remaining back-off as Retry-After, not an outage.
+// nil otherwise.
+func (g *Gateway) backoffError(model string, tried []string) *wire.Error {
+	if g.Health == nil || len(tried) == 0 {
+		return nil
+	}
+	var wait time.Duration
+	for i, t := range tried {
+		name, why, _ := strings.Cut(t, ":")
+		if why != "rate-limited" {
+			return nil
+		}
+		s, _ := g.Health.Get(name)
+		if d := time.Until(s.BackoffUntil); i == 0 || d < wait {
+			wait = d
+		}
+	}
+	ms := max(wait.Milliseconds(), 1)
+	return &wire.Error{Status: 429, Kind: wire.ErrRateLimit, RetryAfterMs: ms,
+		Message: "every provider that can serve model " + model + " is rate limited by its upstream (" +
+			strings.Join(tried, ", ") + "); retry after the Retry-After interval"}
 }

@@ -5,8 +5,10 @@
 // It is a per-backend circuit breaker fed by passive observation: the
 // gateway Records every upstream attempt's Outcome, and a backend whose
 // error rate over a sliding window (5 minutes) exceeds a threshold (5 %,
-// once there are enough samples) or that fails several times in a row is
-// taken out (Open). After a cooldown that doubles with each relapse (up to a
+// once the window holds enough attempts and enough failures: real evidence,
+// not one caller's few bad requests) or that cannot be connected to several
+// times in a row is taken out (Open). A 429 is not a failure: the backend
+// backs off for the Retry-After it asked for, and is not taken out. After a cooldown that doubles with each relapse (up to a
 // cap) it is Half-open: a limited number of trial requests or active probes
 // pass, and a few successes close the breaker again while one failure
 // re-opens it. A Prober pings backends that are out or have been idle, so
@@ -82,12 +84,24 @@ type Config struct {
 	ErrorRate float64
 	// MinSamples: ... and the window holds at least this many counted
 	// attempts [20]. Below it the rate says too little: 1 error out of 3
-	// must not take a backend out. (With 20 samples, 2 errors trip it.)
+	// must not take a backend out.
 	MinSamples int
-	// ConsecutiveFailures takes a backend out on this many failures in a
-	// row, whatever the sample count [5]: a backend that is plainly down
-	// must not keep eating requests until MinSamples is reached.
+	// MinFailures: ... and at least this many failures [10]. A 5xx can be
+	// caused by the request itself, and the gateway retries it once, so a
+	// few of one caller's requests (each failing twice) must not take a
+	// backend out for every caller of a quiet gateway.
+	MinFailures int
+	// ConsecutiveFailures takes a backend out on this many connection
+	// failures in a row (refused, reset, no first byte), whatever the
+	// sample count [5]: a backend that is plainly down must not keep eating
+	// requests until MinSamples is reached. Only Connect failures count
+	// here, since no request's content makes a server refuse connections;
+	// an answer (5xx included) ends the run.
 	ConsecutiveFailures int
+	// RateLimitBackoff is how long a backend backs off after a 429 that
+	// named no wait [1s]. While it backs off it is not Available; its
+	// state and error rate are untouched.
+	RateLimitBackoff time.Duration
 	// Cooldown is how long a backend stays out the first time [30s]; each
 	// relapse (failing again in half-open, or tripping again less than a
 	// Window after recovering) doubles it, up to MaxCooldown [5m].
@@ -116,6 +130,8 @@ const (
 	DefaultBucket              = 10 * time.Second
 	DefaultErrorRate           = 0.05
 	DefaultMinSamples          = 20
+	DefaultMinFailures         = 10
+	DefaultRateLimitBackoff    = time.Second
 	DefaultConsecutiveFailures = 5
 	DefaultCooldown            = 30 * time.Second
 	DefaultMaxCooldown         = 5 * time.Minute
@@ -140,10 +156,12 @@ func (c *Config) fill() error {
 	def(&c.Cooldown, DefaultCooldown)
 	def(&c.MaxCooldown, DefaultMaxCooldown)
 	def(&c.TrialTimeout, DefaultTrialTimeout)
+	def(&c.RateLimitBackoff, DefaultRateLimitBackoff)
 	if c.ErrorRate == 0 {
 		c.ErrorRate = DefaultErrorRate
 	}
 	defInt(&c.MinSamples, DefaultMinSamples)
+	defInt(&c.MinFailures, DefaultMinFailures)
 	defInt(&c.ConsecutiveFailures, DefaultConsecutiveFailures)
 	defInt(&c.HalfOpenSuccesses, DefaultHalfOpenSuccesses)
 	defInt(&c.HalfOpenMaxInFlight, DefaultHalfOpenMaxInFlight)
@@ -151,7 +169,7 @@ func (c *Config) fill() error {
 		c.Now = time.Now
 	}
 	var errs []error
-	if c.Window < 0 || c.Bucket < 0 || c.Cooldown < 0 || c.MaxCooldown < 0 || c.TrialTimeout < 0 {
+	if c.Window < 0 || c.Bucket < 0 || c.Cooldown < 0 || c.MaxCooldown < 0 || c.TrialTimeout < 0 || c.RateLimitBackoff < 0 {
 		errs = append(errs, errors.New("durations must not be negative"))
 	}
 	if c.Bucket > c.Window {
@@ -162,7 +180,7 @@ func (c *Config) fill() error {
 	if c.ErrorRate < 0 || c.ErrorRate >= 1 {
 		errs = append(errs, fmt.Errorf("error rate %v is not in [0, 1)", c.ErrorRate))
 	}
-	if c.MinSamples < 1 || c.ConsecutiveFailures < 1 || c.HalfOpenSuccesses < 1 || c.HalfOpenMaxInFlight < 1 {
+	if c.MinSamples < 1 || c.MinFailures < 1 || c.ConsecutiveFailures < 1 || c.HalfOpenSuccesses < 1 || c.HalfOpenMaxInFlight < 1 {
 		errs = append(errs, errors.New("counts must be at least 1"))
 	}
 	if c.MaxCooldown < c.Cooldown {
@@ -347,6 +365,9 @@ type Snapshot struct {
 	Since   time.Time `json:"since"` // when the current state began
 	// RetryAt is when an out backend becomes half-open (zero otherwise).
 	RetryAt time.Time `json:"retry_at,omitzero"`
+	// BackoffUntil is when a backend that answered 429 may be sent to again
+	// (zero when it is not backing off).
+	BackoffUntil time.Time `json:"backoff_until,omitzero"`
 	// Window counts: counted attempts, failures, and failures by kind.
 	Samples     int     `json:"samples"`
 	Errors      int     `json:"errors"`
@@ -381,6 +402,8 @@ type Backend struct {
 	state     atomic.Uint32
 	openUntil atomic.Int64 // ns since origin; meaningful when Open
 	trials    atomic.Int32 // half-open slots held
+	// backoff is when a 429's back-off ends (ns since origin), 0 for none.
+	backoff atomic.Int64
 
 	mu           sync.Mutex
 	win          window
@@ -443,6 +466,9 @@ func (b *Backend) fire(e *events) {
 // Available reports whether the backend may be picked now; see
 // Tracker.Available.
 func (b *Backend) Available() bool {
+	if b.backingOff() {
+		return false
+	}
 	switch State(b.state.Load()) {
 	case Closed:
 		return true
@@ -470,6 +496,9 @@ func (b *Backend) Available() bool {
 // Allow reports whether a request may be sent now and, in half-open, takes
 // a trial slot for it; see Tracker.Allow.
 func (b *Backend) Allow() bool {
+	if b.backingOff() {
+		return false
+	}
 	if State(b.state.Load()) == Closed {
 		return true
 	}
@@ -497,6 +526,20 @@ func (b *Backend) allow(now int64, e *events) bool {
 	b.trialStarts = append(b.trialStarts, now)
 	b.trials.Store(int32(len(b.trialStarts)))
 	return true
+}
+
+// backingOff reports whether a 429's back-off is running; the clock is read
+// only while one is set, so the healthy path stays one atomic load.
+func (b *Backend) backingOff() bool {
+	u := b.backoff.Load()
+	if u == 0 {
+		return false
+	}
+	if b.t.now() < u {
+		return true
+	}
+	b.backoff.CompareAndSwap(u, 0)
+	return false
 }
 
 // reclaim drops trial slots held longer than TrialTimeout; it returns true
@@ -580,6 +623,23 @@ func (b *Backend) record(now int64, o Outcome, e *events) {
 			b.trialSuccess(now, o, e)
 		}
 		return
+	case o.Kind == RateLimited:
+		// The backend answered: slow down. Back off for the wait it asked
+		// for; it is not an outage, so neither the rate nor the run moves,
+		// and a trial that gets a 429 found the backend up.
+		b.win.add(now, RateLimited, 0)
+		b.consec = 0
+		d := o.RetryAfter
+		if d <= 0 {
+			d = b.t.cfg.RateLimitBackoff
+		}
+		if until := now + int64(min(d, b.t.cfg.MaxCooldown)); until > b.backoff.Load() {
+			b.backoff.Store(until)
+		}
+		if st == HalfOpen {
+			b.trialSuccess(now, o, e)
+		}
+		return
 	case o.Kind == OK:
 		b.win.add(now, OK, o.Latency)
 		b.consec = 0
@@ -588,15 +648,22 @@ func (b *Backend) record(now int64, o Outcome, e *events) {
 		}
 		return
 	}
-	// A failure.
+	// A failure. Only connection failures make a run: a 5xx or a timeout
+	// may be the request's own doing, so they need the window's evidence.
 	b.win.add(now, o.Kind, 0)
-	b.consec++
+	switch o.Kind {
+	case Connect:
+		b.consec++
+	case Server:
+		b.consec = 0 // it answered
+	}
+	cfg := &b.t.cfg
 	switch st {
 	case Closed:
 		switch {
-		case b.consec >= b.t.cfg.ConsecutiveFailures:
+		case b.consec >= cfg.ConsecutiveFailures:
 			b.open(now, o, "consecutive failures", e)
-		case int(b.win.n) >= b.t.cfg.MinSamples && b.win.rate() > b.t.cfg.ErrorRate:
+		case int(b.win.n) >= cfg.MinSamples && int(b.win.errs) >= cfg.MinFailures && b.win.rate() > cfg.ErrorRate:
 			b.open(now, o, "error rate", e)
 		}
 	case HalfOpen:
@@ -702,6 +769,11 @@ func (b *Backend) Snapshot() Snapshot {
 	if b.lastActivity >= 0 {
 		s.LastActivity = b.t.at(b.lastActivity)
 	}
+	backoff := false
+	if u := b.backoff.Load(); u > now {
+		s.BackoffUntil = b.t.at(u)
+		backoff = true
+	}
 	switch st {
 	case Open:
 		s.Status = StatusDown
@@ -710,6 +782,8 @@ func (b *Backend) Snapshot() Snapshot {
 		s.Status = StatusDegraded
 	default:
 		switch {
+		case backoff:
+			s.Status = StatusDegraded
 		case w.n == 0:
 			s.Status = StatusUnknown
 		case w.rate() > b.t.cfg.ErrorRate/2:

@@ -106,15 +106,15 @@ func TestClassify(t *testing.T) {
 		}
 	}
 	for k := OK; int(k) < numKinds; k++ {
-		if k.Transient() && !k.Failure() {
+		if k.Transient() && !k.Failure() && k != RateLimited {
 			t.Errorf("%v transient but not a failure", k)
 		}
 		if k.Failure() && !k.Counted() {
 			t.Errorf("%v a failure but not counted", k)
 		}
 	}
-	if Timeout.Transient() || Client.Counted() || Canceled.Counted() {
-		t.Error("timeout must fail over at once; 4xx and cancels are not counted")
+	if Timeout.Transient() || Client.Counted() || Canceled.Counted() || RateLimited.Counted() || RateLimited.Failure() {
+		t.Error("timeout must fail over at once; 4xx, 429 and cancels are not counted")
 	}
 }
 
@@ -155,7 +155,7 @@ func TestUnknownBackendIsAvailable(t *testing.T) {
 	}
 }
 
-// The 5 %-over-5-minutes rule, with its minimum sample count.
+// The 5 %-over-5-minutes rule, with its minimum sample and failure counts.
 func TestErrorRateRule(t *testing.T) {
 	tr, clk, log := newTracker(t, nil)
 	const b = "blockrun"
@@ -167,28 +167,113 @@ func TestErrorRateRule(t *testing.T) {
 	if !tr.Available(b) {
 		t.Fatal("out after 1 error in 3 samples")
 	}
-	// Fill to 20 samples with successes: 1/20 = 5 %, not above 5 %.
-	for range 17 {
+	// 180 samples, 9 errors: 5 %, not above it.
+	for i := range 177 {
 		clk.Advance(time.Second)
-		tr.Record(b, ok(100))
+		if i%22 == 0 && i > 0 {
+			tr.Record(b, fail(Server))
+		} else {
+			tr.Record(b, ok(100))
+		}
 	}
 	s, _ := tr.Get(b)
-	if s.Samples != 20 || s.Errors != 1 || !tr.Available(b) {
-		t.Fatalf("at 1/20: samples %d errors %d available %v", s.Samples, s.Errors, tr.Available(b))
+	if s.Samples != 180 || s.Errors != 9 || !tr.Available(b) {
+		t.Fatalf("at 9/180: samples %d errors %d available %v", s.Samples, s.Errors, tr.Available(b))
 	}
-	// A second error: 2/21 ≈ 9.5 % > 5 % with ≥ 20 samples.
+	// A tenth error: 10/181 ≈ 5.5 % > 5 %, with ≥ 20 samples and ≥ 10
+	// failures.
 	tr.Record(b, fail(Timeout))
 	if tr.Available(b) {
-		t.Fatal("still available at 2/21 errors")
+		t.Fatal("still available at 10/181 errors")
 	}
 	evs := log.all()
 	if len(evs) != 1 || evs[0].To != Open || evs[0].From != Closed || evs[0].Reason != "error rate" ||
-		evs[0].Samples != 21 || evs[0].Cooldown != 30*time.Second || evs[0].Kind != Timeout {
+		evs[0].Samples != 181 || evs[0].Cooldown != 30*time.Second || evs[0].Kind != Timeout {
 		t.Fatalf("events = %+v", evs)
 	}
 	s, _ = tr.Get(b)
 	if s.State != Open || s.Status != StatusDown || !s.RetryAt.Equal(clk.Now().Add(30*time.Second)) || s.Trips != 1 {
 		t.Errorf("snapshot = %+v", s)
+	}
+}
+
+// TestFewBadRequestsDoNotTrip is issue 11's first half of item 8: three
+// requests whose upstream answers 500, each retried once, took the backend
+// out for every caller (6 failures in a row). Now a run of 5xx needs the
+// window's evidence: at least MinSamples attempts, MinFailures failures and
+// a rate above the threshold.
+func TestFewBadRequestsDoNotTrip(t *testing.T) {
+	tr, _, log := newTracker(t, nil)
+	for range 3 {
+		tr.Record("or", fail(Server))
+		tr.Record("or", fail(Server)) // the same-backend retry
+	}
+	if !tr.Available("or") || len(log.all()) != 0 {
+		t.Fatalf("out after three bad requests: %+v", log.all())
+	}
+	// Nor among a little other traffic: 4 failed requests (8 attempts) of
+	// 24 attempts is 33 %, but 8 failures are not enough evidence.
+	for range 16 {
+		tr.Record("or", ok(10))
+	}
+	tr.Record("or", fail(Server))
+	tr.Record("or", fail(Server))
+	if !tr.Available("or") {
+		t.Fatal("out after 8 failures")
+	}
+	// A backend failing everything is still taken out: 10 failures.
+	tr.Record("or", fail(Server))
+	tr.Record("or", fail(Server))
+	if tr.Available("or") {
+		t.Fatal("available after 10 failures in 26")
+	}
+}
+
+// TestRateLimitIsBackoff is item 8's second half: a 429 is not a failure.
+// Any number of them leave the backend in, its error rate untouched; it
+// backs off (not Available) for the Retry-After it asked for, or
+// RateLimitBackoff, capped at MaxCooldown.
+func TestRateLimitIsBackoff(t *testing.T) {
+	tr, clk, log := newTracker(t, nil)
+	for range 50 {
+		tr.Record("a", Outcome{Kind: RateLimited, RetryAfter: 2 * time.Second})
+	}
+	s, _ := tr.Get("a")
+	if s.State != Closed || s.Trips != 0 || s.Errors != 0 || s.Samples != 0 || s.RateLimited != 50 || len(log.all()) != 0 {
+		t.Fatalf("after 50 429s: %+v events %+v", s, log.all())
+	}
+	if tr.Available("a") || tr.Allow("a") || s.Status != StatusDegraded || !s.BackoffUntil.Equal(clk.Now().Add(2*time.Second)) {
+		t.Fatalf("not backing off: %+v", s)
+	}
+	clk.Advance(2 * time.Second)
+	if !tr.Available("a") || !tr.Allow("a") {
+		t.Fatal("still backing off after the Retry-After")
+	}
+	if s, _ := tr.Get("a"); !s.BackoffUntil.IsZero() {
+		t.Fatalf("backoff until %v after it ended", s.BackoffUntil)
+	}
+	// No hint: the default back-off; a huge one: the cap.
+	tr.Record("b", fail(RateLimited))
+	clk.Advance(DefaultRateLimitBackoff - time.Millisecond)
+	if tr.Available("b") {
+		t.Fatal("the default back-off ended early")
+	}
+	clk.Advance(time.Millisecond)
+	if !tr.Available("b") {
+		t.Fatal("the default back-off did not end")
+	}
+	tr.Record("c", Outcome{Kind: RateLimited, RetryAfter: time.Hour})
+	if s, _ := tr.Get("c"); !s.BackoffUntil.Equal(clk.Now().Add(5 * time.Minute)) {
+		t.Fatalf("backoff until %v, want the 5m cap", s.BackoffUntil)
+	}
+	// A 429 ends a run of connection failures: the backend answered.
+	for range 4 {
+		tr.Record("d", fail(Connect))
+	}
+	tr.Record("d", fail(RateLimited))
+	tr.Record("d", fail(Connect))
+	if s, _ := tr.Get("d"); s.State != Closed || s.ConsecutiveFailures != 1 {
+		t.Fatalf("snapshot %+v", s)
 	}
 }
 
@@ -213,23 +298,32 @@ func TestConsecutiveFailures(t *testing.T) {
 			t.Fatalf("out after %d consecutive failures", i+1)
 		}
 	}
-	tr.Record("venice", fail(RateLimited))
+	tr.Record("venice", fail(Connect))
 	if tr.Available("venice") {
-		t.Fatal("available after 5 consecutive failures")
+		t.Fatal("available after 5 consecutive connection failures")
 	}
 	if evs := log.all(); len(evs) != 1 || evs[0].Reason != "consecutive failures" {
 		t.Errorf("events = %+v", evs)
 	}
-	// A success in between resets the run.
+	// 5xx and timeouts make no run: they need the rate rule's evidence.
 	tr2, _, _ := newTracker(t, nil)
-	for range 10 {
+	for range 9 {
 		tr2.Record("v", fail(Server))
-		tr2.Record("v", fail(Server))
-		tr2.Record("v", ok(5))
+		tr2.Record("v", fail(Timeout))
 	}
-	s, _ := tr2.Get("v")
+	if s, _ := tr2.Get("v"); s.State != Closed || s.ConsecutiveFailures != 0 {
+		t.Errorf("18 5xx/timeouts with 18 samples: %+v", s)
+	}
+	// An answer (a 5xx too) ends a run of connection failures.
+	tr3, _, _ := newTracker(t, nil)
+	for range 10 {
+		tr3.Record("v", fail(Connect))
+		tr3.Record("v", fail(Connect))
+		tr3.Record("v", fail(Server))
+	}
+	s, _ := tr3.Get("v")
 	if s.State == Closed {
-		// 20 of 30 failed: the rate rule trips it (at sample 20), the
+		// 30 of 30 failed: the rate rule trips it (at 20 samples), the
 		// consecutive rule never did.
 		t.Errorf("state = %v", s.State)
 	}
@@ -249,6 +343,7 @@ func TestClientAndCanceledNotCounted(t *testing.T) {
 	}
 	// 4xx answers do not break a run of consecutive failures either way:
 	// they neither count as failures nor reset the run.
+	tr.Record("or", fail(Connect))
 	for range 3 {
 		tr.Record("or", fail(Client))
 		tr.Record("or", fail(Connect))
@@ -431,16 +526,18 @@ func TestBackoffResetsAfterStableWindow(t *testing.T) {
 }
 
 func TestRetryAfterExtendsCooldown(t *testing.T) {
-	tr, _, _ := newTracker(t, func(c *Config) { c.ConsecutiveFailures = 1 })
-	tr.Record("a", Outcome{Kind: RateLimited, RetryAfter: 2 * time.Minute})
+	// A 503 with Retry-After that trips the breaker stays out at least as
+	// long as asked (capped), never less than the base cooldown.
+	tr, _, _ := newTracker(t, func(c *Config) { c.MinSamples, c.MinFailures, c.ErrorRate = 1, 1, 0.01 })
+	tr.Record("a", Outcome{Kind: Server, RetryAfter: 2 * time.Minute})
 	if s, _ := tr.Get("a"); s.Cooldown != 2*time.Minute {
 		t.Errorf("cooldown = %v, want the 2m the upstream asked for", s.Cooldown)
 	}
-	tr.Record("b", Outcome{Kind: RateLimited, RetryAfter: time.Hour})
+	tr.Record("b", Outcome{Kind: Server, RetryAfter: time.Hour})
 	if s, _ := tr.Get("b"); s.Cooldown != 5*time.Minute {
 		t.Errorf("cooldown = %v, want the 5m cap", s.Cooldown)
 	}
-	tr.Record("c", Outcome{Kind: RateLimited, RetryAfter: time.Second})
+	tr.Record("c", Outcome{Kind: Server, RetryAfter: time.Second})
 	if s, _ := tr.Get("c"); s.Cooldown != 30*time.Second {
 		t.Errorf("cooldown = %v, want the 30s base", s.Cooldown)
 	}

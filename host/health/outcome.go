@@ -23,7 +23,7 @@ const (
 	Timeout
 	// Server is a 5xx answer (Anthropic's 529 "overloaded" included).
 	Server
-	// RateLimited is a 429 answer.
+	// RateLimited is a 429 answer: not a failure, a back-off.
 	RateLimited
 	// Client is any other 4xx: the request's fault, not counted.
 	Client
@@ -49,12 +49,14 @@ func (k Kind) String() string {
 func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
 // Counted reports whether the attempt enters the error-rate window: OK and
-// the failures do, Client and Canceled do not.
-func (k Kind) Counted() bool { return k <= RateLimited }
+// the failures do; RateLimited, Client and Canceled do not.
+func (k Kind) Counted() bool { return k <= Server }
 
 // Failure reports whether the attempt counts as an error against the
-// backend.
-func (k Kind) Failure() bool { return k >= Connect && k <= RateLimited }
+// backend. A 429 does not: the upstream is up and asks the gateway to slow
+// down, which is a back-off (Tracker honours its Retry-After), not an
+// outage.
+func (k Kind) Failure() bool { return k >= Connect && k <= Server }
 
 // Transient reports whether the attempt may be retried once on the same
 // backend before failing over: connect errors, 5xx and 429. A Timeout is a
@@ -72,8 +74,10 @@ type Outcome struct {
 	// Tracker.Record.
 	Latency time.Duration
 	// RetryAfter is the wait the upstream asked for (see RetryPolicy.Decide),
-	// or 0. When this outcome opens the breaker, the cooldown is at least
-	// this long (still capped by Config.MaxCooldown).
+	// or 0. A RateLimited outcome keeps the backend backing off this long
+	// (Config.RateLimitBackoff without one); when a failure opens the
+	// breaker, the cooldown is at least this long. Both are capped by
+	// Config.MaxCooldown.
 	RetryAfter time.Duration
 	// Probe marks an active health probe's outcome (set by Prober).
 	Probe bool
