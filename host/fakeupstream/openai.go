@@ -28,8 +28,12 @@ type oaRequest struct {
 }
 
 type oaInMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	ToolCalls []struct {
+		ID string `json:"id"`
+	} `json:"tool_calls"`
+	ToolCallID string `json:"tool_call_id"`
 }
 
 type oaCompletion struct {
@@ -245,6 +249,11 @@ func (s *Server) openAIChat(w http.ResponseWriter, r *http.Request, body []byte)
 		return
 	}
 
+	if msg, param, code := checkOpenAIRoles(*req.Messages); msg != "" {
+		openAIError(w, http.StatusBadRequest, msg, "invalid_request_error", param, code)
+		return
+	}
+
 	var lastUser string
 	var all strings.Builder
 	for _, m := range *req.Messages {
@@ -349,4 +358,34 @@ func (rep reply) openAIUsage() oaUsage {
 func jsonString(s string) json.RawMessage {
 	b, _ := json.Marshal(s)
 	return b
+}
+
+// checkOpenAIRoles validates roles as Chat Completions does: the six it
+// knows, system and developer messages anywhere (agents send them after the
+// first turn), and a tool message only in answer to a tool call of the
+// assistant message before it. "" when the messages are fine.
+func checkOpenAIRoles(msgs []oaInMessage) (msg string, param, code any) {
+	open := map[string]bool{}
+	for i, m := range msgs {
+		switch m.Role {
+		case "system", "developer", "user", "function":
+		case "assistant":
+			clear(open)
+			for _, tc := range m.ToolCalls {
+				open[tc.ID] = true
+			}
+			continue
+		case "tool":
+			if !open[m.ToolCallID] {
+				return "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+					fmt.Sprintf("messages.[%d].role", i), nil
+			}
+			continue
+		default:
+			return fmt.Sprintf("Invalid value: '%s'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.", m.Role),
+				fmt.Sprintf("messages[%d].role", i), "invalid_value"
+		}
+		clear(open)
+	}
+	return "", nil, nil
 }

@@ -314,3 +314,25 @@ func TestOpenAIToolResultIsLastUserTurn(t *testing.T) {
 		t.Fatalf("usage %v", m["usage"])
 	}
 }
+
+// TestOpenAIRoles: the roles Chat Completions knows, system and developer
+// messages after the first turn (Codex, translated Claude Code requests),
+// and tool messages only in answer to the assistant's tool calls.
+func TestOpenAIRoles(t *testing.T) {
+	s := newServer(t)
+	url := s.URL() + "/v1/chat/completions"
+	ok := `{"model":"gpt-4o","messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"},` +
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"b","type":"function","function":{"name":"f","arguments":"{}"}}]},` +
+		`{"role":"tool","tool_call_id":"a","content":"1"},{"role":"tool","tool_call_id":"b","content":"2"},{"role":"developer","content":"be brief"},{"role":"user","content":"q"}]}`
+	jsonBody(t, post(t, url, openAIHeaders(), ok), http.StatusOK)
+	for _, c := range []struct{ body, want string }{
+		{`{"model":"gpt-4o","messages":[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"a","content":"1"}]}`,
+			"messages with role 'tool' must be a response to a preceeding message with 'tool_calls'"},
+		{`{"model":"gpt-4o","messages":[{"role":"human","content":"hi"}]}`, "Invalid value: 'human'"},
+	} {
+		e := obj(t, jsonBody(t, post(t, url, openAIHeaders(), c.body), http.StatusBadRequest), "error")
+		if !strings.Contains(str(t, e, "message"), c.want) {
+			t.Errorf("%s: %v", c.body, e)
+		}
+	}
+}
