@@ -26,9 +26,12 @@ func header(kvs []wire.KV, key string) string {
 
 // BenchmarkLayerCall is L2's per-request cost on the typical 4 KB agent
 // request, trusted, under the real runtime with the offline GloVe model and
-// the vector index: a miss (embed + search), and a hit (embed + search +
-// decode of the stored answer), with 10,000 entries of other questions in
-// the tenant's partition.
+// the vector index: a miss (context hash, normalised question, one
+// key/value read) and a hit (the same, the guard and the decode of the
+// stored answer), with 10,000 entries of other questions in the tenant's
+// partition. The default strict guard needs neither the model nor the
+// vector index on the request path; allow_rewording adds an embedding and
+// a search.
 func BenchmarkLayerCall(b *testing.B) {
 	svc := modeltest.Services(b)
 	p := layertest.Load(b, "plugins/layers/semcache", sandbox.Options{Trusted: true, KV: kvstore.NewMemory(8 << 20), Services: svc})
@@ -36,6 +39,12 @@ func BenchmarkLayerCall(b *testing.B) {
 	var enc wire.Encoder
 	answer := wire.Response{Model: "gpt-4o", StopReason: wire.StopEndTurn, Usage: wire.Usage{InputTokens: 900, OutputTokens: 40},
 		Content: []wire.Block{{Type: wire.BlockText, Text: "A stored answer long enough to be worth caching, about forty tokens of text in all."}}}
+	req := fixtures.AgentRequest()
+	// The answer the hit phase finds.
+	res := layertest.OnRequest(b, p, &enc, &meta, req)
+	m := meta
+	m.Annotations = res.Annotations
+	layertest.OnResponse(b, p, &enc, m, answer)
 	// Fill the partition with 10,000 other questions (distinct word
 	// combinations, so distinct vectors), each stored as a miss.
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -51,18 +60,17 @@ func BenchmarkLayerCall(b *testing.B) {
 		m.Annotations = res.Annotations
 		layertest.OnResponse(b, p, &enc, m, answer)
 	}
-	req := fixtures.AgentRequest()
+	// The miss: the same context and nearly the same question ("three",
+	// not "two").
+	missReq := fixtures.AgentRequest()
+	missReq.Messages[len(missReq.Messages)-1].Content[0].Text = "Go ahead, and summarize the risk in three sentences at the end."
 	b.Run("miss", func(b *testing.B) {
 		layertest.Measure(b, func() {
-			if res := layertest.OnRequest(b, p, &enc, &meta, req); header(res.Headers, "X-Bardo-Cache") != "miss" {
+			if res := layertest.OnRequest(b, p, &enc, &meta, missReq); header(res.Headers, "X-Bardo-Cache") != "miss" {
 				b.Fatal("not a miss")
 			}
 		})
 	})
-	res := layertest.OnRequest(b, p, &enc, &meta, req)
-	m := meta
-	m.Annotations = res.Annotations
-	layertest.OnResponse(b, p, &enc, m, answer)
 	b.Run("hit", func(b *testing.B) {
 		layertest.Measure(b, func() {
 			if res := layertest.OnRequest(b, p, &enc, &meta, req); header(res.Headers, "X-Bardo-Cache") != "semantic-hit" {

@@ -218,3 +218,33 @@ func TestClaudeCodeShapedRequests(t *testing.T) {
 		t.Fatalf("tool round answered from the cache: %q", r.Header.Get("X-Bardo-Cache"))
 	}
 }
+
+// TestRewordingMode: with allow_rewording a reworded question that agrees
+// on its salient words may hit when it is similar enough — but never a
+// tool-carrying request, and never across a salient difference. (Words
+// that are not salient, "telephone" vs "telegraph", are left to the
+// similarity: why the mode is off with the offline model.)
+func TestRewordingMode(t *testing.T) {
+	g, fake := start(t, "min_tokens = 1\nallow_rewording = true\n[layer.config.thresholds]\ndefault = 0.85")
+	calls := func() int { return fake.Count("/v1/chat/completions") }
+	ask(t, g, "Who invented the telephone?", false)
+	r := ask(t, g, "Who is the inventor of the telephone?", false)
+	if r.Header.Get("X-Bardo-Cache") != "semantic-hit" || calls() != 1 || answerText(t, r) != "echo: Who invented the telephone?" {
+		t.Fatalf("reworded question: cache %q, similarity %q, upstream calls %d", r.Header.Get("X-Bardo-Cache"),
+			r.Header.Get("X-Bardo-Cache-Similarity"), calls())
+	}
+	if r := ask(t, g, "Who invented the telephone in 1876?", false); r.Header.Get("X-Bardo-Cache") != "miss" {
+		t.Fatalf("a question with a number more shared the answer: %q", r.Header.Get("X-Bardo-Cache"))
+	}
+	// The same pair with tools: only the same question may be reused.
+	system := agentSystem()
+	post(t, g, "/v1/chat/completions", opencodeBody(t, system, "Who invented the telephone?"))
+	before := calls()
+	r = post(t, g, "/v1/chat/completions", opencodeBody(t, system, "Who is the inventor of the telephone?"))
+	if r.Header.Get("X-Bardo-Cache") != "miss" || calls() != before+1 {
+		t.Fatalf("a reworded tool-carrying request hit: %q", r.Header.Get("X-Bardo-Cache"))
+	}
+	if r = post(t, g, "/v1/chat/completions", opencodeBody(t, system, "who invented the telephone")); r.Header.Get("X-Bardo-Cache") != "semantic-hit" {
+		t.Fatalf("the same tool-carrying question missed: %q", r.Header.Get("X-Bardo-Cache"))
+	}
+}

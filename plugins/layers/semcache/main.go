@@ -306,8 +306,16 @@ func invalidateOnRegimeChange(regime string) {
 	}
 	if ok { // a change, not a first sight
 		for _, sc := range []plugin.VectorScope{plugin.TenantScope, plugin.SharedScope} {
-			if n, err := plugin.VectorDelete(sc, "", tagMarket); err == nil && n > 0 {
-				plugin.CounterAdd(metricInvalidated, float64(n))
+			gen := strconv.FormatInt(plugin.Now().UnixNano(), 36)
+			if err := kvPut(sc, marketGenKey, []byte(gen), 0); err != nil {
+				plugin.CounterAdd(metricErrors, 1)
+			} else {
+				plugin.CounterAdd(metricInvalidated, 1)
+			}
+			if cfg.rewording || !cfg.guard {
+				if _, err := plugin.VectorDelete(sc, "", tagMarket); err != nil {
+					plugin.CounterAdd(metricErrors, 1)
+				}
 			}
 		}
 	}
@@ -333,78 +341,130 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 			domain = d
 		}
 	}
-	threshold := cfg.thresholds[domain]
+	res.Headers = append(res.Headers, wire.KV{Key: HeaderDomain, Value: domain})
 	text := question(&req.Request)
 	words := normalize(text)
 	content := contentText(words)
-	vecs, err := plugin.Embed(cfg.model, []string{content})
-	if err != nil {
-		return fmt.Errorf("semcache: %w", err)
-	}
-	vec := known(vecs[0], content)
 	ctx := contextHash(&req.Request, cfg.matchModel)
-	// A tool-carrying request may reuse only an answer to the same
-	// question: whether a reworded question would have sent the model to
-	// its tools instead is not something a similarity can tell.
-	rewording := cfg.rewording && len(req.Request.Tools) == 0
-	res.Headers = append(res.Headers, wire.KV{Key: HeaderDomain, Value: domain})
+	id := entryID(content, ctx)
+	market := hasAny(strings.ToLower(text), cfg.market)
 
-	for _, sc := range searchScopes() {
-		// Several near neighbours: the nearest may fail the guard while the
-		// next one passes it. Texts that differ only in numbers embed to the
-		// same vector and come back newest first (host/vectorindex shares
-		// their node), so k leaves room for a few of them.
-		ms, err := plugin.VectorSearch(sc, vec, searchK, threshold)
+	// The same question in the same context: one read per partition. A
+	// strict hit never needs the vector index, whose approximate search
+	// can miss an entry far from the others.
+	if cfg.guard {
+		for _, sc := range searchScopes() {
+			if p, ok := kvGet(sc, exactKey(sc, id, market)); ok && answer(res, p, ctx, words, false, 1) {
+				return nil
+			}
+		}
+	}
+
+	// A similar question: only with allow_rewording (or the guard off), and
+	// never for a tool-carrying request — whether a reworded question would
+	// have sent the model to its tools instead is not something a
+	// similarity can tell.
+	var vec []float32
+	if !cfg.guard || (cfg.rewording && len(req.Request.Tools) == 0) {
+		vecs, err := plugin.Embed(cfg.model, []string{content})
 		if err != nil {
 			return fmt.Errorf("semcache: %w", err)
 		}
-		for _, m := range ms {
-			plugin.Observe(metricSimilarity, float64(m.Score))
-			entryCtx, entryText, entry, ok := splitPayload(m.Payload)
-			if !ok {
-				plugin.CounterAdd(metricErrors, 1)
-				continue
+		vec = known(vecs[0], content)
+		threshold := cfg.thresholds[domain]
+		for _, sc := range searchScopes() {
+			// Several near neighbours: the nearest may fail the guard while
+			// the next one passes it.
+			ms, err := plugin.VectorSearch(sc, vec, searchK, threshold)
+			if err != nil {
+				return fmt.Errorf("semcache: %w", err)
 			}
-			if entryCtx != ctx {
-				plugin.CounterAdd(metricGuardMisses, 1)
-				continue
-			}
-			if cfg.guard {
-				ew := normalize(entryText)
-				if !sameQuestion(words, ew) && !(rewording && sameSalient(words, ew)) {
-					plugin.CounterAdd(metricGuardMisses, 1)
-					continue
+			for _, m := range ms {
+				plugin.Observe(metricSimilarity, float64(m.Score))
+				if answer(res, m.Payload, ctx, words, true, m.Score) {
+					return nil
 				}
 			}
-			resp, storedMs, err := respcache.DecodeEntry(entry)
-			if err != nil {
-				plugin.CounterAdd(metricErrors, 1)
-				continue
-			}
-			resp.ID = ""
-			saved := respcache.SavedTokens(&resp)
-			age := (plugin.Now().UnixMilli() - storedMs) / 1000
-			res.Action = wire.ActionAnswer
-			res.Answer = &resp
-			res.Headers = append(res.Headers,
-				wire.KV{Key: HeaderCache, Value: "semantic-hit"},
-				wire.KV{Key: HeaderSimilarity, Value: strconv.FormatFloat(float64(m.Score), 'f', 4, 32)},
-				wire.KV{Key: HeaderSavedTokens, Value: strconv.FormatInt(saved, 10)},
-				wire.KV{Key: HeaderAge, Value: strconv.FormatInt(max(age, 0), 10)})
-			if cfg.pace != "" {
-				res.Annotations = append(res.Annotations, wire.KV{Key: AnnotationReplayPace, Value: cfg.pace})
-			}
-			plugin.CounterAdd(metricHits, 1)
-			plugin.CounterAdd(metricSavedTokens, float64(saved))
-			return nil
 		}
 	}
 
 	res.Headers = append(res.Headers, wire.KV{Key: HeaderCache, Value: "miss"})
-	res.Annotations = append(res.Annotations, wire.KV{Key: AnnotationMiss,
-		Value: encodeMiss(miss{id: entryID(content, ctx), vec: vec, ctx: ctx, text: text, ttl: regimeTTL[regime](cfg.baseTTL)})})
+	res.Annotations = append(res.Annotations, wire.KV{Key: AnnotationMiss, Value: encodeMiss(miss{
+		id: id, key: exactKey(storeScope(text), id, market), vec: vec, ctx: ctx, text: text,
+		ttl: regimeTTL[regime](cfg.baseTTL)})})
 	plugin.CounterAdd(metricMisses, 1)
 	return nil
+}
+
+// answer answers the request from a stored payload when it was stored in
+// the same context for the same question (or, with similar, a question
+// that agrees on its salient words); it reports whether it did.
+func answer(res *wire.LayerResult, payload []byte, ctx string, words []qtoken, similar bool, score float32) bool {
+	entryCtx, entryText, entry, ok := splitPayload(payload)
+	if !ok {
+		plugin.CounterAdd(metricErrors, 1)
+		return false
+	}
+	if entryCtx != ctx {
+		plugin.CounterAdd(metricGuardMisses, 1)
+		return false
+	}
+	if cfg.guard {
+		ew := normalize(entryText)
+		if !sameQuestion(words, ew) && !(similar && cfg.rewording && sameSalient(words, ew)) {
+			plugin.CounterAdd(metricGuardMisses, 1)
+			return false
+		}
+	}
+	resp, storedMs, err := respcache.DecodeEntry(entry)
+	if err != nil {
+		plugin.CounterAdd(metricErrors, 1)
+		return false
+	}
+	resp.ID = ""
+	saved := respcache.SavedTokens(&resp)
+	age := (plugin.Now().UnixMilli() - storedMs) / 1000
+	res.Action = wire.ActionAnswer
+	res.Answer = &resp
+	res.Headers = append(res.Headers,
+		wire.KV{Key: HeaderCache, Value: "semantic-hit"},
+		wire.KV{Key: HeaderSimilarity, Value: strconv.FormatFloat(float64(score), 'f', 4, 32)},
+		wire.KV{Key: HeaderSavedTokens, Value: strconv.FormatInt(saved, 10)},
+		wire.KV{Key: HeaderAge, Value: strconv.FormatInt(max(age, 0), 10)})
+	if cfg.pace != "" {
+		res.Annotations = append(res.Annotations, wire.KV{Key: AnnotationReplayPace, Value: cfg.pace})
+	}
+	plugin.CounterAdd(metricHits, 1)
+	plugin.CounterAdd(metricSavedTokens, float64(saved))
+	return true
+}
+
+// exactKey is the key/value key of a question's entry in a partition. An
+// entry about the market carries the partition's market generation, which
+// a regime change advances: the old entries are then never read again.
+func exactKey(sc plugin.VectorScope, id string, market bool) string {
+	if !market {
+		return "q:" + id
+	}
+	gen, _ := kvGet(sc, marketGenKey)
+	return "q:" + id + ":m" + string(gen)
+}
+
+// marketGenKey holds a partition's market generation.
+const marketGenKey = "market-gen"
+
+func kvGet(sc plugin.VectorScope, key string) ([]byte, bool) {
+	if sc == plugin.SharedScope {
+		return plugin.KVGetShared(key)
+	}
+	return plugin.KVGet(key)
+}
+
+func kvPut(sc plugin.VectorScope, key string, v []byte, ttl time.Duration) error {
+	if sc == plugin.SharedScope {
+		return plugin.KVPutShared(key, v, ttl)
+	}
+	return plugin.KVPut(key, v, ttl)
 }
 
 // known returns vec, or, when the model knew none of the words (a zero
@@ -455,6 +515,7 @@ func entryID(text, ctx string) string {
 // miss is what the request phase hands the response and stream phases.
 type miss struct {
 	id   string
+	key  string // the key/value key of the entry
 	vec  []float32
 	ctx  string // the context hash
 	text string
@@ -467,6 +528,7 @@ func encodeMiss(m miss) string {
 	var e wire.Encoder
 	e.Reset()
 	e.String(m.id)
+	e.String(m.key)
 	e.String(m.ctx)
 	e.String(m.text)
 	e.Uint(uint64(m.ttl.Milliseconds()))
@@ -484,10 +546,10 @@ func decodeMiss(s string) (m miss, ok bool) {
 		return m, false
 	}
 	d := wire.NewDecoder(b)
-	m.id, m.ctx, m.text = d.String(), d.String(), d.String()
+	m.id, m.key, m.ctx, m.text = d.String(), d.String(), d.String(), d.String()
 	m.ttl = time.Duration(d.Uint()) * time.Millisecond
 	vb := d.Raw()
-	if d.Err() != nil || len(vb)%4 != 0 || len(vb) == 0 || len(vb) > 4*8192 {
+	if d.Err() != nil || len(vb)%4 != 0 || len(vb) > 4*8192 || m.key == "" {
 		return m, false
 	}
 	m.vec = make([]float32, len(vb)/4)
@@ -524,14 +586,22 @@ func store(m miss, r *wire.Response) {
 		plugin.CounterAdd(metricSkips, 1)
 		return
 	}
-	var tags []string
-	if hasAny(strings.ToLower(m.text), cfg.market) {
-		tags = append(tags, tagMarket)
-	}
-	if err := plugin.VectorInsert(storeScope(m.text), m.id, m.vec, m.ttl, tags, joinPayload(m.ctx, m.text, entry)); err != nil {
+	sc := storeScope(m.text)
+	payload := joinPayload(m.ctx, m.text, entry)
+	if err := kvPut(sc, m.key, payload, m.ttl); err != nil {
 		plugin.CounterAdd(metricErrors, 1)
 		plugin.Logf(plugin.LevelWarn, "semcache: storing an entry failed: %v", err)
 		return
+	}
+	if len(m.vec) > 0 { // similar questions are looked up too
+		var tags []string
+		if hasAny(strings.ToLower(m.text), cfg.market) {
+			tags = append(tags, tagMarket)
+		}
+		if err := plugin.VectorInsert(sc, m.id, m.vec, m.ttl, tags, payload); err != nil {
+			plugin.CounterAdd(metricErrors, 1)
+			plugin.Logf(plugin.LevelWarn, "semcache: storing an entry's vector failed: %v", err)
+		}
 	}
 	plugin.CounterAdd(metricStores, 1)
 }

@@ -30,9 +30,9 @@ func TestPrivate(t *testing.T) {
 }
 
 func TestMissRoundTrip(t *testing.T) {
-	m := miss{id: "abc", vec: []float32{0.5, -0.25, 1}, ctx: "0123abcd", text: "supply USDC to Morpho", ttl: 90 * time.Second}
+	m := miss{id: "abc", key: "q:abc", vec: []float32{0.5, -0.25, 1}, ctx: "0123abcd", text: "supply USDC to Morpho", ttl: 90 * time.Second}
 	got, ok := decodeMiss(encodeMiss(m))
-	if !ok || got.id != m.id || got.ctx != m.ctx || got.text != m.text || got.ttl != m.ttl ||
+	if !ok || got.id != m.id || got.key != m.key || got.ctx != m.ctx || got.text != m.text || got.ttl != m.ttl ||
 		len(got.vec) != 3 || got.vec[1] != -0.25 {
 		t.Fatalf("round trip: %+v %v", got, ok)
 	}
