@@ -326,6 +326,7 @@ func prune(req *wire.LayerRequest, res *wire.LayerResult) {
 // counted ("…,+12 more").
 func prunedList(tools []wire.Tool, keep []bool) string {
 	var b strings.Builder
+	b.Grow(maxPrunedHeader + 16)
 	left := 0
 	for i := range tools {
 		if !keep[i] {
@@ -423,10 +424,8 @@ func selectTools(r *wire.Request, c *config) (keep []bool, grown, asked bool) {
 	keep = append(keepScratch[:0], make([]bool, len(tools))...)
 	keepScratch = keep
 	scores := scoreTools(r, c)
-	for i := range tools {
-		if isPinned(c.alwaysKeep, tools[i].Name) {
-			keep[i] = true
-		}
+	for i, tt := range termsScratch {
+		keep[i] = tt.core
 	}
 	if c.keepNamed {
 		markNamedInSystem(r, keep)

@@ -65,6 +65,7 @@ type toolTerms struct {
 	// MCP tool's own name): the user's words asking for the tool hold them all.
 	key   []uint32
 	ident bool // identLike(name): its exact appearance in text names the tool
+	core  bool // in core_tools or always_keep (the configuration is fixed per instance)
 }
 
 type hint struct {
@@ -149,6 +150,7 @@ func resetCaches() {
 	clear(lastTerms)
 	lastTerms = lastTerms[:0]
 	clear(blocks)
+	clear(lastSystem)
 	toolsGen++
 	weights, stamp, gen = weights[:0], stamp[:0], 0
 	seen, seenScan = seen[:0], 0
@@ -203,7 +205,8 @@ func termsOf(i int, t *wire.Tool) *toolTerms {
 	if tt, ok := toolCache[t.Name]; ok && tt.desc == t.Description {
 		return tt
 	}
-	tt := &toolTerms{name0: strings.Clone(t.Name), desc: strings.Clone(t.Description), ident: identLike(t.Name)}
+	tt := &toolTerms{name0: strings.Clone(t.Name), desc: strings.Clone(t.Description),
+		ident: identLike(t.Name), core: isPinned(cfg.alwaysKeep, t.Name)}
 	tok.reset(t.Name, 0, len(t.Name), true)
 	for {
 		term, ok := tok.next()
@@ -278,6 +281,7 @@ func scoreTools(r *wire.Request, c *config) []int {
 	// The vocabulary is complete for this request.
 	if len(vocab) != blocksVocab || len(blocks) > maxScans {
 		clear(blocks)
+		clear(lastSystem)
 		blocksVocab = len(vocab)
 	}
 	if n := len(vocab) + 1; len(weights) < n {
@@ -360,7 +364,7 @@ func weighConversation(r *wire.Request, c *config) {
 	msgs := r.Messages
 	for i := range r.System {
 		if b := &r.System[i]; b.Type == wire.BlockText && b.Text != "" {
-			weigh(analyze(b.Text, true).ids, weightSystem)
+			weigh(analyzeSystem(i, b.Text).ids, weightSystem)
 		}
 	}
 	if c.session {
@@ -419,6 +423,29 @@ type blockInfo struct {
 	// not computed yet), valid while needsGen == toolsGen (needsOf).
 	named, asked []int32
 	needsGen     uint32
+}
+
+// lastSystem are the previous request's system blocks and what they hold:
+// an agent's system prompt is long (9–90 KB) and the same on every turn, so
+// comparing it with the last one is cheaper than hashing it.
+var lastSystem []systemBlock
+
+type systemBlock struct {
+	text string
+	bi   *blockInfo
+}
+
+// analyzeSystem is analyze for the i-th system block.
+func analyzeSystem(i int, s string) *blockInfo {
+	if i < len(lastSystem) && lastSystem[i].bi != nil && sameString(lastSystem[i].text, s) {
+		return lastSystem[i].bi
+	}
+	bi := analyze(s, true)
+	for len(lastSystem) <= i {
+		lastSystem = append(lastSystem, systemBlock{})
+	}
+	lastSystem[i].text, lastSystem[i].bi = strings.Clone(s), bi
+	return bi
 }
 
 // analyze returns what the text block s holds, from the cache when it can.
@@ -546,7 +573,7 @@ func markNeeds(msgs []wire.Message, need []bool, words bool) int {
 func markNamedInSystem(r *wire.Request, need []bool) {
 	for i := range r.System {
 		if b := &r.System[i]; b.Type == wire.BlockText && b.Text != "" {
-			for _, t := range needsOf(analyze(b.Text, true), termsScratch, false) {
+			for _, t := range needsOf(analyzeSystem(i, b.Text), termsScratch, false) {
 				need[t] = true
 			}
 		}
