@@ -96,7 +96,7 @@ var mlCompiledRules = func() []mlCompiled {
 	out := make([]mlCompiled, len(mlRules))
 	for i := range mlRules {
 		r := &mlRules[i]
-		c := mlCompiled{mlRule: r, script: scOther}
+		c := mlCompiled{mlRule: r}
 		for _, keys := range r.groups {
 			var g mlGroup
 			for _, k := range keys {
@@ -115,13 +115,7 @@ var mlCompiledRules = func() []mlCompiled {
 			}
 			c.groups = append(c.groups, g)
 		}
-		for _, r := range r.groups[0][0] {
-			c.script = classify(r)
-			if c.script == scHiragana {
-				c.script = scHan
-			}
-			break
-		}
+		c.script = firstScript(r.groups[0][0])
 		out[i] = c
 	}
 	return out
@@ -171,12 +165,7 @@ func (g *mlGroup) matches(words []string, i int, cjk bool) bool {
 	return false
 }
 
-func isArabic(w string) bool {
-	for _, r := range w {
-		return classify(r) == scArabic
-	}
-	return false
-}
+func isArabic(w string) bool { return firstScript(w) == scArabic }
 
 // scoreMultilingual appends the multilingual rules that fire on text and
 // are not in fired yet.
@@ -186,14 +175,7 @@ func scoreMultilingual(text string, fired map[string]bool, hits []Hit) []Hit {
 	var scripts uint32
 	for i, w := range words {
 		cjk[i] = isCJK(w) || isArabic(w)
-		for _, r := range w {
-			sc := classify(r)
-			if sc == scHiragana {
-				sc = scHan
-			}
-			scripts |= 1 << sc
-			break
-		}
+		scripts |= 1 << firstScript(w)
 	}
 	for i := range mlCompiledRules {
 		r := &mlCompiledRules[i]

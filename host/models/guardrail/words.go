@@ -3,6 +3,7 @@ package guardrail
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Words is the Unicode-aware tokenizer the multilingual rules use (the
@@ -120,16 +121,23 @@ func classify(r rune) scriptClass {
 	return scNone
 }
 
+// firstScript is the script class of a word's first character, with
+// hiragana counted as Han (they share words, see Words).
+func firstScript(w string) scriptClass {
+	r, _ := utf8.DecodeRuneInString(w)
+	if sc := classify(r); sc != scHiragana {
+		return sc
+	}
+	return scHan
+}
+
 // isCJK reports whether a word is Han, kana or Hangul: keywords match
 // anywhere inside such a word (no spaces to split at, or agglutinated
 // particles in Korean), and at its start elsewhere (inflected endings).
 func isCJK(w string) bool {
-	for _, r := range w {
-		switch classify(r) {
-		case scHan, scHiragana, scKatakana, scHangul:
-			return true
-		}
-		return false
+	switch firstScript(w) {
+	case scHan, scKatakana, scHangul:
+		return true
 	}
 	return false
 }
