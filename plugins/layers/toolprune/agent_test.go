@@ -196,6 +196,15 @@ func TestReminderNamingRemovedTool(t *testing.T) {
 	if kept := names(res.Request.Tools); !slices.Contains(kept, "KillShell") || header(res.Headers, HeaderReason) != reasonGrown {
 		t.Fatalf("kept %v (%s)", kept, header(res.Headers, HeaderReason))
 	}
+	// So is a tool a mid-conversation system message names; its words
+	// are not the user's and ask for nothing.
+	saved := req.Request.Messages[2]
+	req.Request.Messages[2] = wire.Message{Role: "system", Content: text("Use KillShell to stop the background shell, then search the web.")}
+	res = h.OnRequest(req)
+	if kept := names(res.Request.Tools); !slices.Contains(kept, "KillShell") || slices.Contains(kept, "WebSearch") {
+		t.Fatalf("system message: kept %v", kept)
+	}
+	req.Request.Messages[2] = saved
 	// A tool result naming it is not a request for it.
 	req.Request.Messages[2].Content = []wire.Block{{Type: wire.BlockToolResult, ID: "x", Text: "grep: KillShell appears in tools.go"}}
 	if kept := names(h.OnRequest(req).Request.Tools); !slices.Equal(kept, first) {

@@ -542,13 +542,15 @@ func hasInt(l []int32, x int32) bool {
 }
 
 // markNeeds sets need[i] for every tool that a text block of a user message
-// in msgs asks for (needsOf, with or without the user's words), and returns
-// how many it set. Tool results do not ask: a file listing that names a
-// tool is not a request for it.
+// in msgs asks for (needsOf, with or without the user's words), or that a
+// system message (Claude Code's mid-conversation instructions) names, and
+// returns how many it set. Tool results do not ask: a file listing that
+// names a tool is not a request for it.
 func markNeeds(msgs []wire.Message, need []bool, words bool) int {
 	n := 0
 	for i := range msgs {
-		if msgs[i].Role != "user" {
+		role := msgs[i].Role
+		if role != "user" && role != "system" {
 			continue
 		}
 		for j := range msgs[i].Content {
@@ -556,7 +558,7 @@ func markNeeds(msgs []wire.Message, need []bool, words bool) int {
 			if b.Type != wire.BlockText || b.Text == "" {
 				continue
 			}
-			for _, t := range needsOf(analyze(b.Text, false), termsScratch, words) {
+			for _, t := range needsOf(analyze(b.Text, role == "system"), termsScratch, words) {
 				if !need[t] {
 					need[t] = true
 					n++
