@@ -36,9 +36,14 @@ trusted = true
 
 // sessionTOML is the layer with sessionConfig's settings.
 const sessionTOML = layerTOML + `budget_tokens = 5000
+target_tokens = 4000
 chunk_tokens = 1200
 summary_max_tokens = 300
 model = "gpt-4o-mini"
+cache_read_price = 1
+cache_write_price = 1
+summary_input_price = 0.05
+summary_output_price = 0.2
 `
 
 // layerLog returns the gateway's log lines about the layer, for failure
@@ -403,8 +408,9 @@ func TestE2ESummariserFailure(t *testing.T) {
 // model, through the same routing (here the Anthropic adapter).
 func TestE2EDefaultModelIsTheRequestsModel(t *testing.T) {
 	r := newFakes(t)
+	// Priced as this fake bills (no prompt cache), so the fold pays.
 	g := startGateway(t, layerTOML+"budget_tokens = 5000\nchunk_tokens = 1200\nsummary_max_tokens = 300\n"+
-		providersTOML(r.main.URL(), r.cheap.URL()))
+		"cache_read_price = 1\ncache_write_price = 1\n"+providersTOML(r.main.URL(), r.cheap.URL()))
 	s := agentSession()
 	c := post(t, g.URL, "/v1/messages", anthropicBody(s, s.Msgs))
 	if st := c.header.Get(HeaderCompress); st != StatusCompressed {

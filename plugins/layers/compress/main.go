@@ -1,11 +1,14 @@
 // Command compress is layer L5, history compression: when a conversation's
-// estimated size exceeds a token budget, it replaces its older turns with a
-// summary written by a cheap model through the gateway's own routing (the
-// complete host function, intent "session_compact"), keeps the recent turns
-// verbatim, never separates a tool call from its result, and caches each
-// summary in the key/value store under a hash of the turns it covers, so a
-// conversation pays for every part of its history being summarised once.
-// See README.md.
+// estimated size exceeds a token budget and folding its older turns into a
+// summary is expected to save more than it costs — the summariser's call
+// and the provider's cache rewrite, priced (price.go) — or when it exceeds
+// a hard limit, it replaces those turns with a summary written through the
+// gateway's own routing (the complete host function, intent
+// "session_compact"), keeps the recent turns verbatim, never separates a
+// tool call from its result, and caches each summary in the key/value store
+// under a hash of the turns it covers, so a conversation pays for every part
+// of its history being summarised once and keeps the same summary — the
+// same cached prefix — from request to request. See README.md.
 package main
 
 import (
@@ -29,6 +32,24 @@ const (
 	HeaderSavedTokens = "X-Bardo-Compress-Saved-Tokens"
 	// HeaderTurns is "<summarised>/<total>" conversation turns (messages).
 	HeaderTurns = "X-Bardo-Compress-Turns"
+	// HeaderReason says why the layer did what it did (Reason* values).
+	HeaderReason = "X-Bardo-Compress-Reason"
+	// HeaderNet is a priced fold's expected net saving, in the caller's
+	// model's input tokens, over this request and the expected horizon
+	// (negative: it would have cost more than it saves, so it was not made,
+	// unless the conversation was over limit_tokens).
+	HeaderNet = "X-Bardo-Compress-Net-Tokens"
+)
+
+// Values of HeaderReason.
+const (
+	ReasonUnderBudget  = "under-budget" // the request is under budget_tokens
+	ReasonNoSplit      = "no-split"     // over budget, but no turn may be summarised
+	ReasonStored       = "stored"       // a stored summary brings it under budget, or nothing more may be folded
+	ReasonUnprofitable = "unprofitable" // folding (more) would cost more than it saves
+	ReasonProfitable   = "profitable"   // folding is expected to save more than it costs
+	ReasonOverLimit    = "over-limit"   // over limit_tokens: folded whatever it costs
+	ReasonNoGain       = "no-gain"      // the summary would not shorten the conversation (a summariser ignoring max_tokens)
 )
 
 // Values of HeaderCompress.
@@ -53,6 +74,8 @@ const (
 	metricSummarised   = "compress_summarised_turns_total"      // turns replaced by a summary
 	metricStoreErrors  = "compress_store_errors_total"          // summaries the kv store refused
 	metricEntryInvalid = "compress_invalid_entries_total"       // stored entries this version cannot read
+	metricUnprofitable = "compress_unprofitable_total"          // over budget, a fold priced out
+	metricOverLimit    = "compress_over_limit_total"            // folds made because the request was over limit_tokens
 )
 
 // DefaultInstructions is the summariser's system prompt.
@@ -76,10 +99,22 @@ type rawConfig struct {
 	Instructions          string  `json:"instructions"`
 	TTL                   string  `json:"ttl"`
 	OnSummaryError        string  `json:"on_summary_error"`
+
+	TargetTokens       *int     `json:"target_tokens"`
+	LimitTokens        *int     `json:"limit_tokens"`
+	HorizonRequests    *int     `json:"horizon_requests"`
+	CacheReadPrice     *float64 `json:"cache_read_price"`
+	CacheWritePrice    *float64 `json:"cache_write_price"`
+	SummaryInputPrice  *float64 `json:"summary_input_price"`
+	SummaryOutputPrice *float64 `json:"summary_output_price"`
 }
 
 type config struct {
-	budget        int           // compress when system + messages exceed this (estimated tokens)
+	budget        int           // consider compressing when system + messages exceed this (estimated tokens)
+	target        int           // a fold brings the estimate down to this
+	limit         int           // over this, fold whatever it costs
+	horizon       int           // the most further requests a saving is counted over
+	price         prices        // relative to the caller's model's input token
 	chunk         int           // summarise in chunks of at least this many tokens
 	keepRecent    int           // the last turns always kept verbatim
 	summaryMax    int           // the summariser's max_tokens
@@ -145,6 +180,8 @@ func parseConfig(rc *rawConfig) (config, error) {
 		subsystem:     "session_compact",
 		instructions:  DefaultInstructions,
 		ttl:           24 * time.Hour,
+		horizon:       20,
+		price:         prices{cacheRead: 0.1, cacheWrite: 1.25, summaryInput: 1, summaryOutput: 5},
 	}
 	set := func(dst *int, src *int) {
 		if src != nil {
@@ -157,6 +194,19 @@ func parseConfig(rc *rawConfig) (config, error) {
 	set(&c.summaryMax, rc.SummaryMaxTokens)
 	set(&c.maxInput, rc.MaxSummaryInputTokens)
 	set(&c.maxBlockBytes, rc.MaxBlockBytes)
+	c.target, c.limit = c.budget/2, max(c.budget, 100000)
+	set(&c.target, rc.TargetTokens)
+	set(&c.limit, rc.LimitTokens)
+	set(&c.horizon, rc.HorizonRequests)
+	setPrice := func(dst *float64, src *float64) {
+		if src != nil {
+			*dst = *src
+		}
+	}
+	setPrice(&c.price.cacheRead, rc.CacheReadPrice)
+	setPrice(&c.price.cacheWrite, rc.CacheWritePrice)
+	setPrice(&c.price.summaryInput, rc.SummaryInputPrice)
+	setPrice(&c.price.summaryOutput, rc.SummaryOutputPrice)
 	if rc.Subsystem != nil {
 		c.subsystem = *rc.Subsystem
 	}
@@ -177,6 +227,18 @@ func parseConfig(rc *rawConfig) (config, error) {
 		return c, fmt.Errorf("max_summary_input_tokens = %d: at least chunk_tokens (%d)", c.maxInput, c.chunk)
 	case c.maxBlockBytes < 256 || c.maxBlockBytes > 1<<20:
 		return c, fmt.Errorf("max_block_bytes = %d: want 256–1048576", c.maxBlockBytes)
+	case c.target <= 0 || c.target > c.budget:
+		return c, fmt.Errorf("target_tokens = %d: want 1–budget_tokens (%d)", c.target, c.budget)
+	case c.limit < c.budget:
+		return c, fmt.Errorf("limit_tokens = %d: at least budget_tokens (%d)", c.limit, c.budget)
+	case c.horizon < 0:
+		return c, errors.New("horizon_requests must be >= 0")
+	case c.price.cacheRead <= 0 || c.price.cacheRead > 1:
+		return c, fmt.Errorf("cache_read_price = %g: want a fraction of the input price, in (0, 1]", c.price.cacheRead)
+	case c.price.cacheWrite < 1:
+		return c, fmt.Errorf("cache_write_price = %g: want at least 1 (the input price)", c.price.cacheWrite)
+	case c.price.summaryInput < 0 || c.price.summaryOutput < 0:
+		return c, errors.New("summary_input_price and summary_output_price must be >= 0")
 	}
 	if rc.TTL != "" {
 		d, err := time.ParseDuration(rc.TTL)
@@ -197,14 +259,21 @@ func parseConfig(rc *rawConfig) (config, error) {
 
 func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	r := &req.Request
-	p := makePlan(r.System, r.Messages, cfg)
-	if p.chunks == 0 {
-		if p.total > cfg.budget {
+	msgs := r.Messages
+	p := makePlan(r.System, msgs, cfg)
+	skip := func(reason string) error {
+		if reason == ReasonNoSplit {
 			plugin.CounterAdd(metricNoSplit, 1)
 		}
 		plugin.CounterAdd(metricSkipped, 1)
-		res.Headers = append(res.Headers, wire.KV{Key: HeaderCompress, Value: StatusSkipped})
+		res.Headers = append(res.Headers, wire.KV{Key: HeaderCompress, Value: StatusSkipped}, wire.KV{Key: HeaderReason, Value: reason})
 		return nil
+	}
+	if p.total <= cfg.budget {
+		return skip(ReasonUnderBudget)
+	}
+	if len(p.ends) == 0 {
+		return skip(ReasonNoSplit)
 	}
 
 	model := cfg.model
@@ -215,39 +284,93 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 		model = req.Meta.Model
 	}
 	s := summariser{cfg: cfg, model: model}
-	summary, fresh, err := s.summaryFor(r.Messages, p)
-	if err != nil {
-		plugin.CounterAdd(metricFailed, 1)
-		if cfg.failClosed {
-			return fmt.Errorf("compress: summarising %d turns: %w", p.split, err)
+	keys := chunkKeys(s.seed(), msgs, p.ends, len(p.ends))
+
+	// Once a conversation has been folded, its requests go on with the
+	// newest stored summary: the provider has that prefix cached, and
+	// going back to the full history would rewrite it.
+	have, summary := s.newest(keys)
+	current := p.total
+	if have >= 0 {
+		current = p.size(msgs, have+1, len(summary))
+	}
+	n := have + 1
+	reason, net := ReasonStored, 0.0
+	if current > cfg.budget {
+		if k := p.target(msgs, have, cfg); k > n {
+			in, out := s.callTokens(&p, have, summary, k)
+			kept := p.kept(k)
+			sumTokens := summaryTokens(msgs, p.split(k), 4*cfg.summaryMax)
+			net = cfg.price.net(fold{
+				removed:  current - p.sys - kept,
+				summary:  sumTokens,
+				kept:     kept,
+				fresh:    min(freshTokens(msgs, p.toks), kept),
+				callsIn:  in,
+				callsOut: out,
+				horizon:  horizon(msgs, cfg.horizon),
+			})
+			switch {
+			case current > cfg.limit:
+				reason, n = ReasonOverLimit, k
+				plugin.CounterAdd(metricOverLimit, 1)
+			case net > 0:
+				reason, n = ReasonProfitable, k
+			default:
+				reason = ReasonUnprofitable
+				plugin.CounterAdd(metricUnprofitable, 1)
+			}
+			res.Headers = append(res.Headers, wire.KV{Key: HeaderNet, Value: strconv.Itoa(int(net))})
 		}
-		plugin.Logf(plugin.LevelWarn, "compress: summarising %d turns failed, request passed unchanged: %v", p.split, err)
-		res.Headers = append(res.Headers, wire.KV{Key: HeaderCompress, Value: StatusFailed})
-		return nil
+	}
+	if n == 0 {
+		return skip(reason)
+	}
+	wrote := n > have+1
+	if wrote {
+		folded, err := s.fold(msgs, &p, keys, have, summary, n)
+		switch {
+		case err == nil:
+			summary = folded
+		case cfg.failClosed:
+			plugin.CounterAdd(metricFailed, 1)
+			return fmt.Errorf("compress: summarising %d turns: %w", p.split(n), err)
+		case have >= 0:
+			// The conversation goes on with the summary it had: the
+			// provider caches that prefix, the full history it does not.
+			plugin.CounterAdd(metricFailed, 1)
+			plugin.Logf(plugin.LevelWarn, "compress: summarising %d turns failed, the stored summary of %d used: %v", p.split(n), p.split(have+1), err)
+			n, wrote = have+1, false
+		default:
+			plugin.CounterAdd(metricFailed, 1)
+			plugin.Logf(plugin.LevelWarn, "compress: summarising %d turns failed, request passed unchanged: %v", p.split(n), err)
+			res.Headers = append(res.Headers, wire.KV{Key: HeaderCompress, Value: StatusFailed}, wire.KV{Key: HeaderReason, Value: reason})
+			return nil
+		}
 	}
 
-	out := apply(r.Messages, p.split, summary)
+	split := p.split(n)
+	out := apply(msgs, split, summary)
 	saved := p.total - estimate(r.System, out)
 	if saved <= 0 {
 		// Only a summariser ignoring max_tokens gets here (the plan removes
 		// more than a summary's maximum): keep the original turns.
-		plugin.CounterAdd(metricSkipped, 1)
 		plugin.Logf(plugin.LevelWarn, "compress: a summary of %d bytes would not shorten the conversation; request passed unchanged", len(summary))
-		res.Headers = append(res.Headers, wire.KV{Key: HeaderCompress, Value: StatusSkipped})
-		return nil
+		return skip(ReasonNoGain)
 	}
 	status, metric := StatusCached, metricCached
-	if fresh {
+	if wrote {
 		status, metric = StatusCompressed, metricCompressed
 	}
 	res.Patched = wire.PartMessages
 	res.Request.Messages = out
 	res.Headers = append(res.Headers,
 		wire.KV{Key: HeaderCompress, Value: status},
+		wire.KV{Key: HeaderReason, Value: reason},
 		wire.KV{Key: HeaderSavedTokens, Value: strconv.Itoa(saved)},
-		wire.KV{Key: HeaderTurns, Value: strconv.Itoa(p.split) + "/" + strconv.Itoa(len(r.Messages))})
+		wire.KV{Key: HeaderTurns, Value: strconv.Itoa(split) + "/" + strconv.Itoa(len(msgs))})
 	plugin.CounterAdd(metric, 1)
 	plugin.CounterAdd(metricSaved, float64(saved))
-	plugin.CounterAdd(metricSummarised, float64(p.split))
+	plugin.CounterAdd(metricSummarised, float64(split))
 	return nil
 }

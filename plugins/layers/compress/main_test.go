@@ -161,12 +161,13 @@ func TestSplitRuleOnSession(t *testing.T) {
 				c := mustConfig(t, `{"summary_max_tokens":100,"budget_tokens":`+strconv.Itoa(budget)+
 					`,"chunk_tokens":`+strconv.Itoa(chunk)+`,"keep_recent_turns":`+strconv.Itoa(keep)+`}`)
 				p := makePlan(s.System, s.Msgs, c)
-				if p.chunks == 0 {
+				if len(p.ends) == 0 {
 					continue
 				}
-				splits[p.split] = true
-				if !slices.Contains(cuts, p.split) || p.split > n-keep || p.split > n-1 {
-					t.Fatalf("budget %d chunk %d keep %d: split %d of %d turns", budget, chunk, keep, p.split, n)
+				split := p.split(p.target(s.Msgs, -1, c))
+				splits[split] = true
+				if !slices.Contains(cuts, split) || split > n-keep || split > n-1 {
+					t.Fatalf("budget %d chunk %d keep %d: split %d of %d turns", budget, chunk, keep, split, n)
 				}
 			}
 		}
@@ -237,12 +238,12 @@ func TestLastQuestionAlwaysKept(t *testing.T) {
 	}
 	c := mustConfig(t, `{"budget_tokens":500,"summary_max_tokens":64,"chunk_tokens":100,"keep_recent_turns":0}`)
 	p := makePlan(nil, msgs, c)
-	if p.chunks == 0 || p.split > 2 {
+	if len(p.ends) == 0 || p.split(p.target(msgs, -1, c)) > 2 {
 		t.Fatalf("plan %+v", p)
 	}
 	// A conversation that is one question and its agent loop has nothing
 	// that may be summarised.
-	if p := makePlan(nil, msgs[2:], c); p.chunks != 0 {
+	if p := makePlan(nil, msgs[2:], c); len(p.ends) != 0 {
 		t.Fatalf("summarised the question being answered: %+v", p)
 	}
 	// No user turn at all: nothing.
@@ -251,31 +252,41 @@ func TestLastQuestionAlwaysKept(t *testing.T) {
 	}
 }
 
-// The plan summarises the fewest whole chunks that bring the estimate under
-// budget (counting the summary at its maximum size).
-func TestPlanFewestChunks(t *testing.T) {
+// A fold takes the fewest whole chunks that bring the estimate (counting
+// the summary at its maximum size) down to target_tokens — or every chunk it
+// may when that is not enough — and folds on from a stored summary.
+func TestPlanTarget(t *testing.T) {
 	s := agentSession()
 	total := estimate(s.System, s.Msgs)
 	c := mustConfig(t, `{"budget_tokens":`+strconv.Itoa(total)+`}`)
-	if p := makePlan(s.System, s.Msgs, c); p.chunks != 0 || p.total != total {
+	if p := makePlan(s.System, s.Msgs, c); len(p.ends) != 0 || p.total != total {
 		t.Fatalf("at budget: %+v", p)
 	}
-	for _, budget := range []int{total - 1, total * 3 / 4, total / 2, total / 4, 1200} {
-		c := mustConfig(t, `{"budget_tokens":`+strconv.Itoa(budget)+`,"chunk_tokens":700,"summary_max_tokens":300}`)
+	for _, target := range []int{total - 1, total * 3 / 4, total / 2, total / 4, 1200} {
+		c := mustConfig(t, `{"budget_tokens":`+strconv.Itoa(total-1)+`,"target_tokens":`+strconv.Itoa(target)+`,"chunk_tokens":700,"summary_max_tokens":300}`)
 		p := makePlan(s.System, s.Msgs, c)
-		if p.chunks == 0 {
-			t.Fatalf("budget %d: nothing summarised", budget)
+		k := p.target(s.Msgs, -1, c)
+		if k == 0 {
+			t.Fatalf("target %d: nothing summarised", target)
 		}
-		cost := c.summaryMax + est(len(summaryIntro(len(s.Msgs)))) + messageOverhead
-		after := func(j int) int { return estimate(s.System, s.Msgs[p.ends[j-1]:]) + cost }
-		if after(p.chunks) > budget && p.chunks < len(p.ends) {
-			t.Fatalf("budget %d: %d chunks leave %d tokens, more chunks were possible", budget, p.chunks, after(p.chunks))
+		after := func(j int) int { return p.size(s.Msgs, j, 4*c.summaryMax) }
+		if after(k) > target && k < len(p.ends) {
+			t.Fatalf("target %d: %d chunks leave %d tokens, more chunks were possible", target, k, after(k))
 		}
-		if p.chunks > 1 && after(p.chunks-1) <= budget {
-			t.Fatalf("budget %d: %d chunks, but %d were enough", budget, p.chunks, p.chunks-1)
+		if k > 1 && after(k-1) <= target {
+			t.Fatalf("target %d: %d chunks, but %d were enough", target, k, k-1)
 		}
-		t.Logf("budget %5d: summarise %d of %d chunks (%d of %d turns): %d → ≤ %d tokens",
-			budget, p.chunks, len(p.ends), p.split, len(s.Msgs), total, after(p.chunks))
+		// The size estimate is the estimate of the conversation the fold
+		// sends (the summary at its maximum).
+		if got := estimate(s.System, apply(s.Msgs, p.split(k), strings.Repeat("s", 4*c.summaryMax))); got != after(k) {
+			t.Fatalf("target %d: size %d, estimate of the folded request %d", target, after(k), got)
+		}
+		// From a stored summary of the first chunks, at least one more.
+		if k2 := p.target(s.Msgs, k-1, c); k2 != min(k+1, len(p.ends)) {
+			t.Fatalf("target %d: from %d stored chunks, fold to %d", target, k, k2)
+		}
+		t.Logf("target %5d: summarise %d of %d chunks (%d of %d turns): %d → ≤ %d tokens",
+			target, k, len(p.ends), p.split(k), len(s.Msgs), total, after(k))
 	}
 }
 
@@ -392,8 +403,20 @@ func TestKeys(t *testing.T) {
 func TestConfig(t *testing.T) {
 	c := mustConfig(t, `{}`)
 	if c.budget != 24000 || c.chunk != 4000 || c.keepRecent != 6 || c.summaryMax != 1024 || c.maxInput != 32000 ||
-		c.subsystem != "session_compact" || c.model != "" || c.ttl.Hours() != 24 || c.failClosed || c.instructions != DefaultInstructions {
+		c.subsystem != "session_compact" || c.model != "" || c.ttl.Hours() != 24 || c.failClosed || c.instructions != DefaultInstructions ||
+		c.target != 12000 || c.limit != 100000 || c.horizon != 20 ||
+		c.price != (prices{cacheRead: 0.1, cacheWrite: 1.25, summaryInput: 1, summaryOutput: 5}) {
 		t.Fatalf("defaults: %+v", c)
+	}
+	// The target and the limit follow the budget unless set.
+	if c := mustConfig(t, `{"budget_tokens":150000}`); c.target != 75000 || c.limit != 150000 {
+		t.Fatalf("target %d, limit %d", c.target, c.limit)
+	}
+	c = mustConfig(t, `{"target_tokens":20000,"limit_tokens":60000,"horizon_requests":5,"cache_read_price":0.5,
+		"cache_write_price":1,"summary_input_price":0.06,"summary_output_price":0.24}`)
+	if c.target != 20000 || c.limit != 60000 || c.horizon != 5 ||
+		c.price != (prices{cacheRead: 0.5, cacheWrite: 1, summaryInput: 0.06, summaryOutput: 0.24}) {
+		t.Fatalf("prices: %+v", c)
 	}
 	c = mustConfig(t, `{"budget_tokens":8000,"chunk_tokens":2000,"keep_recent_turns":4,"summary_max_tokens":512,
 		"max_summary_input_tokens":9000,"max_block_bytes":2048,"model":"gpt-4o-mini","subsystem":"","instructions":"Sum up.",
@@ -415,6 +438,15 @@ func TestConfig(t *testing.T) {
 		`{"ttl":"10ms"}`,
 		`{"on_summary_error":"retry"}`,
 		`{"budget_tokens":"big"}`,
+		`{"target_tokens":0}`,
+		`{"target_tokens":30000}`, // above budget_tokens
+		`{"limit_tokens":20000}`,  // below budget_tokens
+		`{"horizon_requests":-1}`,
+		`{"cache_read_price":0}`,
+		`{"cache_read_price":1.5}`,
+		`{"cache_write_price":0.5}`,
+		`{"summary_input_price":-1}`,
+		`{"summary_output_price":-1}`,
 	} {
 		if _, err := decodeConfig([]byte(bad)); err == nil {
 			t.Errorf("%s: accepted", bad)
@@ -469,7 +501,14 @@ func sessionRequest(s session) wire.LayerRequest {
 	}
 }
 
-const smallBudget = `{"budget_tokens":5000,"chunk_tokens":1200,"summary_max_tokens":300,"model":"gpt-4o-mini"}`
+// smallBudget scales the layer to the session (a fifth of the default
+// budget) and prices it as the test's upstreams bill: no prompt cache (the
+// plain fake upstream has none, so a cached prompt token costs what any
+// does), a gpt-4o-mini summariser for a claude-sonnet-4-5 caller (0.15 and
+// 0.60 USD per million tokens against 3 input: 0.05 and 0.2).
+const smallBudget = `{"budget_tokens":5000,"target_tokens":4000,"chunk_tokens":1200,"summary_max_tokens":300,"model":"gpt-4o-mini",` + noCachePrices + `}`
+
+const noCachePrices = `"cache_read_price":1,"cache_write_price":1,"summary_input_price":0.05,"summary_output_price":0.2`
 
 func TestUnderBudgetLeavesRequestAlone(t *testing.T) {
 	h := plugintest.New(t, `{}`)
@@ -501,7 +540,7 @@ func TestSummariserFailurePassesRequestUnchanged(t *testing.T) {
 // With on_summary_error = "fail" the call itself fails, so the pipeline
 // entry's on_error decides.
 func TestSummariserFailureFailsWhenConfigured(t *testing.T) {
-	plugintest.New(t, `{"budget_tokens":5000,"chunk_tokens":1200,"summary_max_tokens":300,"on_summary_error":"fail"}`)
+	plugintest.New(t, `{"budget_tokens":5000,"chunk_tokens":1200,"summary_max_tokens":300,"on_summary_error":"fail",`+noCachePrices+`}`)
 	req := sessionRequest(agentSession())
 	var enc wire.Encoder
 	wire.EncodeLayerRequest(&enc, &req.Meta, &req.Request, wire.PartAll)
@@ -511,39 +550,52 @@ func TestSummariserFailureFailsWhenConfigured(t *testing.T) {
 	}
 }
 
-// A summary already in the store is used without calling the summariser;
-// one stored only for an earlier chunk needs a call (which fails here).
+// A summary already in the store is used without calling the summariser —
+// the newest one, so a conversation's prefix stays what the provider cached;
+// one that still leaves the request over budget needs a further fold (a
+// call, which fails here).
 func TestStoredSummaryIsUsed(t *testing.T) {
 	h := plugintest.New(t, smallBudget)
 	s := agentSession()
 	c := mustConfig(t, smallBudget)
 	p := makePlan(s.System, s.Msgs, c)
-	if p.chunks < 2 {
-		t.Fatalf("plan %+v", p)
+	k := p.target(s.Msgs, -1, c)
+	if k < 2 || k == len(p.ends) {
+		t.Fatalf("plan %+v: fold %d chunks", p, k)
 	}
+	split := p.split(k)
 	sm := summariser{cfg: c, model: "gpt-4o-mini"}
-	keys := chunkKeys(sm.seed(), s.Msgs, p.ends, p.chunks)
+	keys := chunkKeys(sm.seed(), s.Msgs, p.ends, len(p.ends))
 
-	// Only an earlier chunk's summary: the rest must be folded in.
-	h.KVPut(storeKey(keys[p.chunks-2]), encodeEntry("EARLIER"), 0)
+	// Only the first chunk's summary: still over budget, the next chunks
+	// must be folded in. The summariser fails, so the request goes on with
+	// the summary it had (the prefix the provider cached), not the full
+	// history.
+	h.KVPut(storeKey(keys[0]), encodeEntry("EARLIER"), 0)
 	res := h.OnRequest(sessionRequest(s))
-	if header(res.Headers, HeaderCompress) != StatusFailed || res.Patched != 0 {
-		t.Fatalf("headers %v", res.Headers)
+	if header(res.Headers, HeaderCompress) != StatusCached || header(res.Headers, HeaderTurns) != strconv.Itoa(p.ends[0])+"/"+strconv.Itoa(len(s.Msgs)) ||
+		h.Metrics[metricCalls] != 1 || h.Metrics[metricFailed] != 1 {
+		t.Fatalf("headers %v, metrics %v", res.Headers, h.Metrics)
 	}
+	if !strings.HasSuffix(res.Request.Messages[0].Content[0].Text, "EARLIER") {
+		t.Fatalf("first block %q", res.Request.Messages[0].Content[0].Text)
+	}
+	h.Metrics = map[string]float64{}
 
-	h.KVPut(storeKey(keys[p.chunks-1]), encodeEntry("The owner holds 48.2 WETH on Aave."), 0)
+	h.KVPut(storeKey(keys[k-1]), encodeEntry("The owner holds 48.2 WETH on Aave."), 0)
 	res = h.OnRequest(sessionRequest(s))
-	if header(res.Headers, HeaderCompress) != StatusCached || res.Patched != wire.PartMessages {
+	if header(res.Headers, HeaderCompress) != StatusCached || res.Patched != wire.PartMessages ||
+		header(res.Headers, HeaderReason) != ReasonStored {
 		t.Fatalf("patched %b, headers %v", res.Patched, res.Headers)
 	}
 	out := res.Request.Messages
-	if want := summaryIntro(p.split) + "The owner holds 48.2 WETH on Aave."; out[0].Content[0].Text != want {
+	if want := summaryIntro(split) + "The owner holds 48.2 WETH on Aave."; out[0].Content[0].Text != want {
 		t.Fatalf("first block %q", out[0].Content[0].Text)
 	}
 	// The kept turns are the caller's, verbatim (the first one after the
 	// summary block, when the summary leads it).
-	kept := s.Msgs[p.split:]
-	if s.Msgs[p.split].Role == "user" {
+	kept := s.Msgs[split:]
+	if s.Msgs[split].Role == "user" {
 		first := out[0]
 		first.Content = first.Content[1:]
 		out = append([]wire.Message{first}, out[1:]...)
@@ -559,29 +611,40 @@ func TestStoredSummaryIsUsed(t *testing.T) {
 	if want := estimate(s.System, s.Msgs) - estimate(s.System, out); saved != want || saved <= 0 {
 		t.Fatalf("saved %d, want %d", saved, want)
 	}
-	if got, want := header(res.Headers, HeaderTurns), strconv.Itoa(p.split)+"/"+strconv.Itoa(len(s.Msgs)); got != want {
+	if got, want := header(res.Headers, HeaderTurns), strconv.Itoa(split)+"/"+strconv.Itoa(len(s.Msgs)); got != want {
 		t.Fatalf("%s = %q, want %q", HeaderTurns, got, want)
 	}
-	if h.Metrics[metricCached] != 1 || h.Metrics[metricSaved] != float64(saved) || h.Metrics[metricCalls] != 1 {
+	if h.Metrics[metricCached] != 1 || h.Metrics[metricSaved] != float64(saved) || h.Metrics[metricCalls] != 0 {
 		t.Fatalf("metrics %v", h.Metrics)
+	}
+
+	// A summary of more chunks than a fold would take now (written when
+	// the conversation was folded deeper) is the newest, and is used.
+	last := len(p.ends) - 1
+	h.KVPut(storeKey(keys[last]), encodeEntry("NEWEST"), 0)
+	res = h.OnRequest(sessionRequest(s))
+	if header(res.Headers, HeaderCompress) != StatusCached ||
+		header(res.Headers, HeaderTurns) != strconv.Itoa(p.ends[last])+"/"+strconv.Itoa(len(s.Msgs)) {
+		t.Fatalf("headers %v", res.Headers)
 	}
 
 	// A summary that would not shorten anything (a summariser that ignored
 	// max_tokens) is not used.
-	h.KVPut(storeKey(keys[p.chunks-1]), encodeEntry(strings.Repeat("long ", 40000)), 0)
+	h.KVPut(storeKey(keys[last]), encodeEntry(strings.Repeat("long ", 40000)), 0)
 	res = h.OnRequest(sessionRequest(s))
-	if header(res.Headers, HeaderCompress) != StatusSkipped || res.Patched != 0 {
+	if header(res.Headers, HeaderCompress) != StatusSkipped || res.Patched != 0 || header(res.Headers, HeaderReason) != ReasonNoGain {
 		t.Fatalf("oversized summary: patched %b, headers %v", res.Patched, res.Headers)
 	}
 
-	// An entry this version cannot read is dropped and counted.
-	h.KVPut(storeKey(keys[p.chunks-1]), []byte{9, 'x'}, 0)
-	h.KVDelete(storeKey(keys[p.chunks-2]))
+	// An entry this version cannot read is dropped and counted; the older
+	// ones are found.
+	h.KVPut(storeKey(keys[last]), []byte{9, 'x'}, 0)
 	res = h.OnRequest(sessionRequest(s))
-	if header(res.Headers, HeaderCompress) != StatusFailed || h.Metrics[metricEntryInvalid] != 1 {
+	if header(res.Headers, HeaderCompress) != StatusCached || h.Metrics[metricEntryInvalid] != 1 ||
+		header(res.Headers, HeaderTurns) != strconv.Itoa(split)+"/"+strconv.Itoa(len(s.Msgs)) {
 		t.Fatalf("headers %v, metrics %v", res.Headers, h.Metrics)
 	}
-	if _, ok := h.KVGet(storeKey(keys[p.chunks-1])); ok {
+	if _, ok := h.KVGet(storeKey(keys[last])); ok {
 		t.Fatal("unreadable entry kept")
 	}
 }

@@ -66,8 +66,10 @@ trusted = true
 }
 
 // The configuration the session tests use: the session is ≈ 9,000 tokens,
-// so the defaults (24,000 / 4,000 / 1,024) are scaled down about five times.
-const sessionConfig = `{"budget_tokens":5000,"chunk_tokens":1200,"summary_max_tokens":300,"model":"gpt-4o-mini"}`
+// so the defaults (24,000 / 12,000 / 4,000 / 1,024) are scaled down about
+// five times; prices are smallBudget's (these fakes simulate no prompt
+// cache, and the summariser is gpt-4o-mini).
+const sessionConfig = smallBudget
 
 // fakes are the two upstreams: the main model's and the summariser's.
 type fakes struct {

@@ -147,13 +147,12 @@ var (
 	endScratch  []int
 )
 
-// plan is the decision for one request.
+// plan is what one request over budget may fold.
 type plan struct {
-	total  int   // estimated tokens of the system prompt and messages
-	toks   []int // estimated tokens of each message (valid until the next request)
-	ends   []int // chunk ends that may be summarised (valid until the next request)
-	chunks int   // how many chunks to summarise; 0 leaves the request alone
-	split  int   // ends[chunks-1]: messages[:split] are replaced by the summary
+	total int   // estimated tokens of the system prompt and messages, as sent
+	sys   int   // of which the system prompt
+	toks  []int // estimated tokens of each message (valid until the next request)
+	ends  []int // chunk ends that may be summarised (valid until the next request)
 }
 
 // summaryIntro is what the summary is introduced with in the conversation.
@@ -162,12 +161,8 @@ func summaryIntro(turns int) string {
 		" turns, condensed by the gateway to save context):\n\n"
 }
 
-// makePlan decides whether and where to compress. Over budget, it
-// summarises the fewest whole chunks that bring the estimate (counting the
-// summary at its maximum size) back under budget, or every chunk it may when
-// that is not enough. Fewest, so the model keeps as much verbatim history as the budget
-// allows; whole chunks, so the next requests of the conversation find the
-// same summaries in the cache.
+// makePlan estimates the request and, over budget, finds the chunk ends
+// that may be summarised.
 func makePlan(system []wire.Block, msgs []wire.Message, c config) plan {
 	sys := systemTokens(system)
 	toks := tokScratch[:0]
@@ -178,33 +173,57 @@ func makePlan(system []wire.Block, msgs []wire.Message, c config) plan {
 		total += t
 	}
 	tokScratch = toks
-	p := plan{total: total, toks: toks}
+	p := plan{total: total, sys: sys, toks: toks}
 	if total <= c.budget {
 		return p
 	}
 	p.ends = chunkEnds(endScratch[:0], msgs, toks, c.chunk, protectFrom(msgs, c.keepRecent))
 	endScratch = p.ends
-	if len(p.ends) == 0 {
-		return p
-	}
-	summaryCost := c.summaryMax + est(len(summaryIntro(len(msgs)))) + messageOverhead
-	removed, j := 0, 0
-	for j < len(p.ends) {
-		start := 0
-		if j > 0 {
-			start = p.ends[j-1]
-		}
-		for i := start; i < p.ends[j]; i++ {
-			removed += toks[i]
-		}
-		j++
-		if total-removed+summaryCost <= c.budget {
-			break
-		}
-	}
-	p.chunks = j
-	p.split = p.ends[j-1]
 	return p
+}
+
+// split is where folding chunks [0, k) cuts the conversation (k ≥ 1).
+func (p *plan) split(k int) int { return p.ends[k-1] }
+
+// kept is the estimated size of the turns from chunk k on, kept verbatim.
+func (p *plan) kept(k int) int {
+	if k == 0 {
+		return sum(p.toks)
+	}
+	return sum(p.toks[p.split(k):])
+}
+
+// summaryTokens is the estimated size of a summary of text's length put in
+// front of the turns from split on: its block, and a turn of its own when
+// the first kept turn is the assistant's.
+func summaryTokens(msgs []wire.Message, split, textBytes int) int {
+	n := est(len(summaryIntro(split)) + textBytes)
+	if msgs[split].Role != "user" {
+		n += messageOverhead
+	}
+	return n
+}
+
+// size is the estimated request with chunks [0, k) replaced by a summary of
+// textBytes bytes.
+func (p *plan) size(msgs []wire.Message, k, textBytes int) int {
+	return p.sys + summaryTokens(msgs, p.split(k), textBytes) + p.kept(k)
+}
+
+// target is the fewest chunks, more than the have+1 a stored summary
+// already covers, whose folding brings the estimate, counting a new
+// summary at its maximum size, to at most target tokens — or every chunk
+// when none does. Folding down to a low-water mark rather than just under
+// the budget leaves the conversation room to grow on the same summary, so
+// the provider caches the new prefix for many requests before the next
+// fold rewrites it.
+func (p *plan) target(msgs []wire.Message, have int, c config) int {
+	for k := have + 2; k <= len(p.ends); k++ {
+		if p.size(msgs, k, 4*c.summaryMax) <= c.target {
+			return k
+		}
+	}
+	return len(p.ends)
 }
 
 // apply returns the conversation with msgs[:split] replaced by the summary:

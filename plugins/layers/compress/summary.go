@@ -111,57 +111,95 @@ func decodeEntry(v []byte) (string, bool) {
 	return string(v[1:]), true
 }
 
-// summaryFor returns the summary of msgs[:p.split], from the store when it is
-// there (fresh false), or written now from the newest stored summary of an
-// earlier chunk and the turns after it (fresh true).
-func (s *summariser) summaryFor(msgs []wire.Message, p plan) (summary string, fresh bool, err error) {
-	keys := chunkKeys(s.seed(), msgs, p.ends, p.chunks)
-	have := -1
-	for k := p.chunks - 1; k >= 0; k-- {
+// newest returns the newest stored summary among the chunks whose keys are
+// given: its index (-1 when none is stored) and text. Entries this version
+// cannot read are deleted and counted.
+func (s *summariser) newest(keys [][32]byte) (int, string) {
+	for k := len(keys) - 1; k >= 0; k-- {
 		v, ok := plugin.KVGet(storeKey(keys[k]))
 		if !ok {
 			continue
 		}
 		if text, ok := decodeEntry(v); ok {
-			have, summary = k, text
-			break
+			return k, text
 		}
 		plugin.CounterAdd(metricEntryInvalid, 1)
 		_ = plugin.KVDelete(storeKey(keys[k]))
 	}
-	if have == p.chunks-1 {
-		return summary, false, nil
-	}
-	// Fold the missing chunks in, as few calls as max_summary_input_tokens
-	// allows: a conversation met for the first time costs one call (unless
-	// its history is very long), the next chunk of a known one another.
-	for k := have + 1; k < p.chunks; {
+	return -1, ""
+}
+
+// calls groups the chunks after have up to the first n into summariser
+// calls, as few as max_summary_input_tokens allows, and passes each group
+// [from, to) (chunk indexes) to f: a conversation met for the first time
+// costs one call (unless its history is very long), the next chunk of a
+// known one another.
+func (s *summariser) calls(p *plan, have, n int, f func(from, to, tokens int) error) error {
+	for k := have + 1; k < n; {
 		start := 0
 		if k > 0 {
 			start = p.ends[k-1]
 		}
 		last, tokens := k, sum(p.toks[start:p.ends[k]])
-		for last+1 < p.chunks {
+		for last+1 < n {
 			more := sum(p.toks[p.ends[last]:p.ends[last+1]])
 			if tokens+more > s.cfg.maxInput {
 				break
 			}
 			last, tokens = last+1, tokens+more
 		}
-		summary, err = s.complete(summary, msgs[start:p.ends[last]], start)
-		if err != nil {
-			return "", false, err
+		if err := f(k, last+1, tokens); err != nil {
+			return err
 		}
-		if err := plugin.KVPut(storeKey(keys[last]), encodeEntry(summary), s.cfg.ttl); err != nil {
+		k = last + 1
+	}
+	return nil
+}
+
+// fold writes the summary of the first n chunks from prev, the stored
+// summary of the first have+1 (have -1: none), and the turns after it,
+// storing each summary it writes under its chunk's key.
+func (s *summariser) fold(msgs []wire.Message, p *plan, keys [][32]byte, have int, prev string, n int) (string, error) {
+	summary := prev
+	err := s.calls(p, have, n, func(from, to, _ int) error {
+		start := 0
+		if from > 0 {
+			start = p.ends[from-1]
+		}
+		var err error
+		summary, err = s.complete(summary, msgs[start:p.ends[to-1]], start)
+		if err != nil {
+			return err
+		}
+		if err := plugin.KVPut(storeKey(keys[to-1]), encodeEntry(summary), s.cfg.ttl); err != nil {
 			// The summary is still good for this request; the next one
 			// will write it again.
 			plugin.CounterAdd(metricStoreErrors, 1)
 			plugin.Logf(plugin.LevelWarn, "compress: storing a summary failed: %v", err)
 		}
-		k = last + 1
-	}
-	return summary, true, nil
+		return nil
+	})
+	return summary, err
 }
+
+// callTokens estimates what folding chunks have+1..n-1 costs in summariser
+// tokens: each call reads the instructions, the prompt's framing, the
+// summary so far and its turns, and may write summary_max_tokens.
+func (s *summariser) callTokens(p *plan, have int, prev string, n int) (in, out int) {
+	frame := est(len(s.cfg.instructions)) + promptFrameTokens
+	prevTokens := est(len(prev))
+	_ = s.calls(p, have, n, func(_, _, tokens int) error {
+		in += frame + prevTokens + tokens
+		out += s.cfg.summaryMax
+		prevTokens = s.cfg.summaryMax
+		return nil
+	})
+	return in, out
+}
+
+// promptFrameTokens is about what prompt adds around the turns it renders
+// (the requests, the tags, the labels of each line), in tokens.
+const promptFrameTokens = 100
 
 func sum(v []int) int {
 	n := 0
