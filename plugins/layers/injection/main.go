@@ -218,6 +218,12 @@ func pieces(r *wire.Request, c *config) []piece {
 				for _, t := range blockTexts(bl.Data) {
 					add(t, where)
 				}
+			case wire.BlockDocument:
+				// A document the caller attached: its text source, or
+				// its content blocks, and its context.
+				for _, t := range blockTexts(bl.Data) {
+					add(t, "document in message "+n)
+				}
 			}
 		}
 	}
@@ -249,10 +255,12 @@ func stripHarness(s string, tags []string) string {
 	return s
 }
 
-// blockTexts returns the texts of a tool result's structured content: the
-// "text" of every block or content part, also inside nested "content"
-// arrays (search results, documents), and "content" strings. Images and
-// other binary sources are not text and are skipped.
+// blockTexts returns the texts of a tool result's structured content or of
+// a document block: the "text" of every block or content part, also inside
+// nested "content" arrays (search results), "content" strings, and a
+// document's text source ("source": {"type": "text", "data": …}, or its
+// "content" blocks) and "context". Images, PDFs and other binary sources
+// are not text and are skipped.
 func blockTexts(data []byte) []string {
 	if len(data) == 0 {
 		return nil
@@ -280,6 +288,19 @@ func blockTexts(data []byte) []string {
 			}
 			if c, ok := x["content"]; ok {
 				walk(c, depth+1)
+			}
+			if src, ok := x["source"].(map[string]any); ok {
+				switch src["type"] {
+				case "text":
+					if d, ok := src["data"].(string); ok {
+						out = append(out, d)
+					}
+				case "content":
+					walk(src["content"], depth+1)
+				}
+			}
+			if c, ok := x["context"].(string); ok && x["type"] == "document" {
+				out = append(out, c)
 			}
 		}
 	}
