@@ -464,4 +464,10 @@ func TestHexContextAndLatestTurnOnly(t *testing.T) {
 	if res.Action != wire.ActionContinue || !strings.Contains(res.Request.Messages[0].Content[0].Text, "[HEX64_1]") {
 		t.Fatalf("bare value: %+v", res)
 	}
+	// … and restored in the answer and in a tool call's arguments.
+	rr := respond(h, "req_h4", res, text("It is [HEX64_1]."),
+		wire.Block{Type: wire.BlockToolUse, ID: "c", Name: "lookup", Data: []byte(`{"value":"[HEX64_1]"}`)})
+	if rr.Response.Content[0].Text != "It is "+key+"." || !strings.Contains(string(rr.Response.Content[1].Data), key) {
+		t.Fatalf("not restored: %+v", rr.Response.Content)
+	}
 }
