@@ -116,7 +116,7 @@ var cfg config
 func init() {
 	plugin.RegisterLayer(plugin.Layer{
 		Name:    "toolprune",
-		Version: "1.1.0",
+		Version: "1.2.0",
 		Phases:  wire.PhaseRequest,
 		// Model and params are for meta-tool mode's internal requests.
 		Reads:     wire.PartModel | wire.PartSystem | wire.PartMessages | wire.PartTools | wire.PartParams,
