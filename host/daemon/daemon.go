@@ -47,20 +47,24 @@ type Options struct {
 	// PaymentPolicy bounds what the wallet pays (nil: x402.DefaultPolicy:
 	// USDC on Base, at most 0.50 a request and 20 a day).
 	PaymentPolicy *x402.Policy
+	// Liveness tunes the /healthz canaries (zero: the server's defaults).
+	Liveness server.LivenessConfig
 }
 
 // Daemon is an assembled gateway, not yet listening.
 type Daemon struct {
-	Log      *slog.Logger
-	Metrics  *telemetry.Registry
-	KV       *kvstore.Memory
-	Models   *registry.Registry
-	Health   *health.Tracker
-	Events   *eventlog.Log
-	Vectors  *vectorindex.Spaces
-	Manager  *pipeline.Manager
-	Gateway  *gateway.Gateway
-	Server   *server.Server
+	Log     *slog.Logger
+	Metrics *telemetry.Registry
+	KV      *kvstore.Memory
+	Models  *registry.Registry
+	Health  *health.Tracker
+	Events  *eventlog.Log
+	Vectors *vectorindex.Spaces
+	Manager *pipeline.Manager
+	Gateway *gateway.Gateway
+	Server  *server.Server
+	// Live runs the canaries behind /healthz (LivenessChecks).
+	Live     *server.Liveness
 	began    time.Time
 	closeAll []func()
 }
@@ -137,6 +141,10 @@ func New(ctx context.Context, path string, opts Options) (_ *Daemon, err error) 
 	d.Gateway.Timeout = timeout
 	d.Server = server.New(cfg.Server, d.Gateway, d.Metrics, d.Log)
 	d.Server.Admin = &server.Admin{Token: opts.AdminToken, KV: d.KV, Vectors: d.Vectors, Health: d.Health, Events: d.Events}
+	d.Live = server.NewLiveness(LivenessChecks(d), opts.Liveness)
+	d.Server.SetLiveness(d.Live)
+	d.Live.Start()
+	d.closeAll = append(d.closeAll, d.Live.Close)
 	return d, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -237,6 +238,17 @@ func TestUpstreamErrorsInCallerDialect(t *testing.T) {
 	if e := decode(t, r.Body)["error"].(map[string]any); e["type"] != "rate_limit_error" && e["code"] != "rate_limit_exceeded" {
 		t.Fatalf("openai error = %v", e)
 	}
+
+	// The provider backs off for the 7 s it asked for: the next caller gets
+	// a rate limit from the gateway, not an outage, and the upstream is
+	// not called.
+	before := fake.Count("/v1/chat/completions")
+	r = post(t, g.URL, "/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"x"}]}`)
+	if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); r.Status != 429 || ra < 1 || ra > 7 ||
+		r.Header.Get("X-Bardo-Fallback") != "up:rate-limited" || fake.Count("/v1/chat/completions") != before {
+		t.Fatalf("backing off: %d retry-after %q fallback %q: %s", r.Status, r.Header.Get("Retry-After"), r.Header.Get("X-Bardo-Fallback"), r.Body)
+	}
+	g.Daemon.Health.Remove("up") // the back-off is not the rest's subject
 
 	fake.Script(fakeupstream.Fail(500), fakeupstream.Fail(500)) // the first try and its retry
 	r = post(t, g.URL, "/v1/messages", `{"model":"gpt-4o","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`)

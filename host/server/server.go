@@ -4,6 +4,7 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -31,9 +33,13 @@ type Server struct {
 	// empty token leaves them off (404).
 	Admin *Admin
 
-	srv *fasthttp.Server
-	ln  net.Listener
+	srv  *fasthttp.Server
+	ln   net.Listener
+	live atomic.Pointer[Liveness]
 }
+
+// SetLiveness makes /healthz answer from l (nil: always live).
+func (sv *Server) SetLiveness(l *Liveness) { sv.live.Store(l) }
 
 // New builds the fasthttp server from the [server] settings.
 func New(s config.Server, gw *gateway.Gateway, metrics *telemetry.Registry, log *slog.Logger) *Server {
@@ -115,8 +121,7 @@ func (sv *Server) handle(ctx *fasthttp.RequestCtx) {
 	}
 	switch string(ctx.Path()) {
 	case "/healthz":
-		ctx.SetContentType("application/json")
-		ctx.SetBodyString(`{"status":"ok"}`)
+		sv.healthz(ctx)
 		return
 	case "/metrics":
 		ctx.SetContentType("text/plain; version=0.0.4")
@@ -176,4 +181,23 @@ func isTimeout(err error) bool {
 
 func writeError(ctx *fasthttp.RequestCtx, d wire.Dialect, e *wire.Error) {
 	gateway.WriteError(ctx, d, e)
+}
+
+// healthz answers liveness: 200 when the gateway can serve, 503 with the
+// failing canaries when it cannot (see Liveness).
+func (sv *Server) healthz(ctx *fasthttp.RequestCtx) {
+	ctx.SetContentType("application/json")
+	l := sv.live.Load()
+	if l == nil {
+		ctx.SetBodyString(`{"status":"ok"}`)
+		return
+	}
+	ok, why := l.Status()
+	if ok {
+		ctx.SetBodyString(`{"status":"ok"}`)
+		return
+	}
+	ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
+	b, _ := json.Marshal(map[string]string{"status": "unavailable", "reason": why})
+	ctx.SetBody(b)
 }

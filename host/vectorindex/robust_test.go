@@ -1,8 +1,10 @@
 package vectorindex
 
 import (
+	"context"
 	"errors"
 	"math/rand"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -114,5 +116,33 @@ func TestConcurrentReplaceEvictProperty(t *testing.T) {
 		if s := ix.Stats(); s.Panics != 0 || s.Evictions == 0 || s.Replacements == 0 {
 			t.Fatalf("shape %d: %+v (want evictions and replacements, no internal errors)", si, s)
 		}
+	}
+}
+
+// TestProbeReportsHeldLock: the liveness canary fails, within its deadline,
+// while a tenant's lock is held, and passes once it is free.
+func TestProbeReportsHeldLock(t *testing.T) {
+	sp := NewSpaces(SpacesConfig{MaxEntries: 8})
+	t.Cleanup(sp.Close)
+	must(t, sp.Insert("semcache/t1", "a", basis(4, 0), time.Hour, nil, nil))
+	must(t, sp.Insert("semcache/t2", "b", basis(4, 1), time.Hour, nil, nil))
+	ctx := func() context.Context {
+		c, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		t.Cleanup(cancel)
+		return c
+	}
+	if err := sp.Probe(ctx()); err != nil {
+		t.Fatalf("probe of a free index: %v", err)
+	}
+	ix, _ := sp.index("semcache/t1", 4, false)
+	tn := ix.lookup("semcache/t1")
+	tn.mu.Lock() // as a write section left by a panic would
+	err := sp.Probe(ctx())
+	tn.mu.Unlock()
+	if err == nil || !strings.Contains(err.Error(), "1 of 2 partitions") || strings.Contains(err.Error(), "t1") {
+		t.Fatalf("probe with a held tenant lock: %v", err)
+	}
+	if err := sp.Probe(ctx()); err != nil {
+		t.Fatalf("probe after release: %v", err)
 	}
 }

@@ -1,0 +1,56 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/bardoinference/bardo/host/sandbox"
+	"github.com/bardoinference/bardo/host/server"
+	"github.com/bardoinference/bardo/sdk/plugin"
+)
+
+// LivenessChecks are the canaries behind /healthz (server.Liveness): each
+// walks a path every request takes, so a wedged one — no pipeline, a plugin
+// pool whose instances are all stuck, a vector index or key/value lock that
+// stays held — makes the gateway report that it cannot serve.
+func LivenessChecks(d *Daemon) []server.Check {
+	return []server.Check{
+		{Name: "pipeline", Run: func(context.Context) error {
+			if d.Manager.Peek() == nil {
+				return errors.New("no pipeline is loaded")
+			}
+			return nil
+		}},
+		{Name: "plugins", Run: func(ctx context.Context) error {
+			// Borrow an instance of every plugin, as a request does, and
+			// have it describe itself: a pool whose every instance is held
+			// (by calls blocked in the host, say) cannot lend one.
+			p, release := d.Manager.Acquire()
+			defer release()
+			var errs []error
+			call := func(pl *sandbox.Plugin) {
+				if pl == nil || pl.Closed() {
+					return
+				}
+				if _, err := pl.Call(ctx, plugin.OpDescribe, nil, sandbox.CallInfo{RequestID: "liveness"}); err != nil {
+					errs = append(errs, fmt.Errorf("plugin %s: %w", pl.Name(), err))
+				}
+			}
+			for _, l := range p.Layers {
+				call(l.Plugin)
+			}
+			for _, pr := range p.Providers {
+				call(pr.Plugin)
+			}
+			return errors.Join(errs...)
+		}},
+		{Name: "vector_index", Run: d.Vectors.Probe},
+		{Name: "kv", Run: func(context.Context) error {
+			// No context to honour: a held lock blocks here, and the
+			// canary's age reports it.
+			d.KV.Get("\x00bardo/liveness")
+			return nil
+		}},
+	}
+}
