@@ -18,9 +18,11 @@ import (
 
 // holds is what a request holds until its answer is written: the cancel of
 // its context and its reference to the pipeline. serve ends them when it
-// returns, unless a stream writer, which fasthttp runs after serve returned,
-// took them over with handOff: the writer still runs plugins (the stream
-// phase) under that context, on that pipeline.
+// returns, unless a stream writer took them over with handOff: fasthttp runs
+// the writer on a goroutine of its own, started at SetBodyStreamWriter, that
+// outlives serve and still runs plugins (the stream phase) under that
+// context, on that pipeline. (Ended by serve, they raced the writer: most
+// replayed streams lost, their layers' calls cancelled.)
 type holds struct {
 	cancel  context.CancelFunc
 	release func()

@@ -135,8 +135,9 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 	p, release := g.Pipelines.Acquire()
 	x := g.newExchange(ctx, rid, d, req, body)
 	rctx, cancel := context.WithTimeout(context.Background(), g.timeout())
-	// A streamed answer is written after serve returns: its writer takes
-	// the request's context and pipeline reference over (held.handOff).
+	// A streamed answer is written by a goroutine that outlives serve: its
+	// writer takes the request's context and pipeline reference over
+	// (held.handOff).
 	held := &holds{cancel: cancel, release: release}
 	defer held.end()
 
