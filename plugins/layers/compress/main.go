@@ -48,6 +48,7 @@ const (
 	ReasonStored       = "stored"       // a stored summary brings it under budget, or nothing more may be folded
 	ReasonUnprofitable = "unprofitable" // folding (more) would cost more than it saves
 	ReasonProfitable   = "profitable"   // folding is expected to save more than it costs
+	ReasonColdCache    = "cold-cache"   // profitable because the provider's cache went cold since the conversation's last request
 	ReasonOverLimit    = "over-limit"   // over limit_tokens: folded whatever it costs
 	ReasonNoGain       = "no-gain"      // the summary would not shorten the conversation (a summariser ignoring max_tokens)
 )
@@ -99,6 +100,7 @@ type rawConfig struct {
 	Instructions          string  `json:"instructions"`
 	TTL                   string  `json:"ttl"`
 	OnSummaryError        string  `json:"on_summary_error"`
+	CacheLifetime         string  `json:"cache_lifetime"`
 
 	TargetTokens       *int     `json:"target_tokens"`
 	LimitTokens        *int     `json:"limit_tokens"`
@@ -115,6 +117,7 @@ type config struct {
 	limit         int           // over this, fold whatever it costs
 	horizon       int           // the most further requests a saving is counted over
 	price         prices        // relative to the caller's model's input token
+	lifetime      time.Duration // the provider's cache lifetime for requests without breakpoints
 	chunk         int           // summarise in chunks of at least this many tokens
 	keepRecent    int           // the last turns always kept verbatim
 	summaryMax    int           // the summariser's max_tokens
@@ -181,6 +184,7 @@ func parseConfig(rc *rawConfig) (config, error) {
 		instructions:  DefaultInstructions,
 		ttl:           24 * time.Hour,
 		horizon:       20,
+		lifetime:      lifetime1h,
 		price:         prices{cacheRead: 0.1, cacheWrite: 1.25, summaryInput: 1, summaryOutput: 5},
 	}
 	set := func(dst *int, src *int) {
@@ -247,6 +251,13 @@ func parseConfig(rc *rawConfig) (config, error) {
 		}
 		c.ttl = d
 	}
+	if rc.CacheLifetime != "" {
+		d, err := time.ParseDuration(rc.CacheLifetime)
+		if err != nil || d < time.Second {
+			return c, fmt.Errorf("cache_lifetime = %q: want a duration of at least 1s, such as \"5m\"", rc.CacheLifetime)
+		}
+		c.lifetime = d
+	}
 	switch rc.OnSummaryError {
 	case "", "pass":
 	case "fail":
@@ -290,6 +301,9 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	// newest stored summary: the provider has that prefix cached, and
 	// going back to the full history would rewrite it.
 	have, summary := s.newest(keys)
+	now := plugin.Now()
+	prev, seen := lastSeen(keys[0], now, cfg.ttl)
+	cold := seen && now.Sub(prev) > cacheLifetime(r.System, msgs, cfg.lifetime)
 	current := p.total
 	if have >= 0 {
 		current = p.size(msgs, have+1, len(summary))
@@ -300,12 +314,16 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 		if k := p.target(msgs, have, cfg); k > n {
 			in, out := s.callTokens(&p, have, summary, k)
 			kept := p.kept(k)
-			sumTokens := summaryTokens(msgs, p.split(k), 4*cfg.summaryMax)
+			removed := current - p.sys - kept
+			fresh := min(freshTokens(msgs, p.toks), kept)
+			if cold {
+				fresh = removed + kept
+			}
 			net = cfg.price.net(fold{
-				removed:  current - p.sys - kept,
-				summary:  sumTokens,
+				removed:  removed,
+				summary:  summaryTokens(msgs, p.split(k), 4*cfg.summaryMax),
 				kept:     kept,
-				fresh:    min(freshTokens(msgs, p.toks), kept),
+				fresh:    fresh,
 				callsIn:  in,
 				callsOut: out,
 				horizon:  horizon(msgs, cfg.horizon),
@@ -314,6 +332,8 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 			case current > cfg.limit:
 				reason, n = ReasonOverLimit, k
 				plugin.CounterAdd(metricOverLimit, 1)
+			case net > 0 && cold:
+				reason, n = ReasonColdCache, k
 			case net > 0:
 				reason, n = ReasonProfitable, k
 			default:

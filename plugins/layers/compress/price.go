@@ -1,6 +1,14 @@
 package main
 
-import "github.com/bardoinference/bardo/sdk/wire"
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"time"
+
+	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/wire"
+)
 
 // Compression is priced. Replacing turns with a summary makes every later
 // request shorter, but it has two costs of its own: the summariser's call,
@@ -40,7 +48,7 @@ type fold struct {
 	removed  int     // tokens the fold replaces: the turns folded in, and the summary they were folded into before, if any
 	summary  int     // the new summary's tokens (at most, counted in full)
 	kept     int     // tokens of the turns kept verbatim after it
-	fresh    int     // tokens at the end that the provider has not seen yet either way (the newest turns)
+	fresh    int     // tokens the provider bills as new either way: the newest turns, or all of them when its cache went cold
 	callsIn  int     // tokens the summariser reads, over all its calls (instructions and prompt included)
 	callsOut int     // tokens it may write, over all its calls
 	horizon  float64 // further requests expected in this conversation
@@ -57,7 +65,10 @@ type fold struct {
 //
 // The system prompt and the tools are the same either way, and so is the
 // answer. The later saving assumes the cache stays warm (a cold one would
-// bill both prompts in full: a larger saving, not counted).
+// bill both prompts in full: a larger saving, not counted). When the cache
+// has gone cold since the conversation's last request, fresh is everything:
+// the provider rewrites the whole history anyway, and a fold costs little
+// more than its summariser call.
 func (p prices) net(f fold) float64 {
 	asIs := p.cacheRead*float64(f.removed+f.kept-f.fresh) + p.cacheWrite*float64(f.fresh)
 	folded := p.cacheWrite * float64(f.summary+f.kept)
@@ -100,4 +111,54 @@ func freshTokens(msgs []wire.Message, toks []int) int {
 		}
 	}
 	return n
+}
+
+// Cache lifetimes of the providers' prompt caches, refreshed by every read.
+const (
+	lifetime5m = 5 * time.Minute // Anthropic's default entries
+	lifetime1h = time.Hour       // Anthropic's "ttl":"1h" entries; OpenAI's longest in-memory retention
+)
+
+// cacheLifetime is how long the provider keeps the conversation's prefix
+// between two requests: what the request's breakpoints say (Anthropic: five
+// minutes, an hour for "ttl":"1h"), or def when it carries none (OpenAI's
+// automatic cache keeps a prefix 5–10 minutes and up to an hour; a later
+// layer may add breakpoints).
+func cacheLifetime(system []wire.Block, msgs []wire.Message, def time.Duration) time.Duration {
+	found := false
+	scan := func(blocks []wire.Block) bool {
+		for i := range blocks {
+			if cc := blocks[i].CacheControl; cc != nil {
+				found = true
+				if bytes.Contains(cc, []byte(`"1h"`)) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if scan(system) {
+		return lifetime1h
+	}
+	for i := range msgs {
+		if scan(msgs[i].Content) {
+			return lifetime1h
+		}
+	}
+	if found {
+		return lifetime5m
+	}
+	return def
+}
+
+// lastSeen records that the conversation whose first chunk has key first
+// sends a request now, and reports when it sent the one before (ok false
+// when none is on record).
+func lastSeen(first [32]byte, now time.Time, keep time.Duration) (prev time.Time, ok bool) {
+	key := "t:" + hex.EncodeToString(first[:])
+	if v, found := plugin.KVGet(key); found && len(v) == 8 {
+		prev, ok = time.UnixMilli(int64(binary.BigEndian.Uint64(v))), true
+	}
+	_ = plugin.KVPut(key, binary.BigEndian.AppendUint64(nil, uint64(now.UnixMilli())), keep)
+	return prev, ok
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bardoinference/bardo/sdk/plugintest"
 	"github.com/bardoinference/bardo/sdk/wire"
@@ -165,5 +166,56 @@ func TestDecision(t *testing.T) {
 	if header(res.Headers, HeaderCompress) != StatusCached || header(res.Headers, HeaderReason) != ReasonUnprofitable ||
 		header(res.Headers, HeaderTurns) != strconv.Itoa(p.ends[0])+"/"+strconv.Itoa(len(mid)) || h.Metrics[metricCalls] != 0 {
 		t.Fatalf("stored: headers %v, metrics %v", res.Headers, h.Metrics)
+	}
+}
+
+// After a pause longer than the provider's cache lifetime, the whole
+// history is billed as new whether or not the layer folds, so a fold that
+// did not pay under a warm cache does. The lifetime is what the request's
+// breakpoints say, or cache_lifetime (an hour) when it carries none; a
+// conversation met for the first time counts as warm.
+func TestColdCache(t *testing.T) {
+	s := agentSession()
+	withBP := func(ttl string) wire.LayerRequest {
+		r := sessionRequest(s)
+		msgs := clone(s.Msgs)
+		last := &msgs[len(msgs)-1]
+		last.Content[len(last.Content)-1].CacheControl = []byte(`{"type":"ephemeral"` + ttl + `}`)
+		r.Request.Messages = msgs
+		return r
+	}
+	t0 := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name   string
+		req    wire.LayerRequest
+		pause  time.Duration
+		reason string
+	}{
+		{"5-minute breakpoint, 4 minutes", withBP(""), 4 * time.Minute, ReasonUnprofitable},
+		{"5-minute breakpoint, 6 minutes", withBP(""), 6 * time.Minute, ReasonColdCache},
+		{"1-hour breakpoint, 6 minutes", withBP(`,"ttl":"1h"`), 6 * time.Minute, ReasonUnprofitable},
+		{"1-hour breakpoint, 61 minutes", withBP(`,"ttl":"1h"`), 61 * time.Minute, ReasonColdCache},
+		{"no breakpoint, 30 minutes", sessionRequest(s), 30 * time.Minute, ReasonUnprofitable},
+		{"no breakpoint, 61 minutes", sessionRequest(s), 61 * time.Minute, ReasonColdCache},
+	} {
+		h := plugintest.New(t, scaled+`}`)
+		now := t0
+		h.Clock = func() time.Time { return now }
+		// First met: warm, whatever the clock says.
+		res := h.OnRequest(tc.req)
+		if header(res.Headers, HeaderReason) != ReasonUnprofitable {
+			t.Fatalf("%s: first request: %v", tc.name, res.Headers)
+		}
+		warm, _ := strconv.Atoi(header(res.Headers, HeaderNet))
+		now = now.Add(tc.pause)
+		res = h.OnRequest(tc.req)
+		if header(res.Headers, HeaderReason) != tc.reason {
+			t.Fatalf("%s: %v", tc.name, res.Headers)
+		}
+		net, _ := strconv.Atoi(header(res.Headers, HeaderNet))
+		t.Logf("%-32s net %6d (warm %6d): %s", tc.name, net, warm, tc.reason)
+	}
+	if c := mustConfig(t, `{"cache_lifetime":"5m"}`); c.lifetime != 5*time.Minute {
+		t.Fatalf("cache_lifetime: %v", c.lifetime)
 	}
 }
