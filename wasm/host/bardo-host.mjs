@@ -296,10 +296,15 @@ function utf16ToUtf8Offsets(text) {
   return (i) => map[i];
 }
 
-/** Returns request with the parts the layer patched (within `writes`) replaced by result's. */
+/**
+ * Returns request with the parts the layer patched (within `writes`) replaced by result's.
+ * The caller's unknown members (`extra` of system blocks, messages, their blocks and tools,
+ * ABI v1.4) are carried over where the patch lacks them, as host/pipeline/patch.go does:
+ * tools by name, system blocks and messages in place when count, role and type are unchanged.
+ */
 export function applyPatch(request, result, writes = wire.Part.All) {
   const p = result.patched & writes;
-  const r = result.request;
+  const r = keepExtras(request, result.request, p);
   const out = { ...request };
   if (p & wire.Part.Model) out.model = r.model;
   if (p & wire.Part.System) out.system = r.system;
@@ -307,5 +312,32 @@ export function applyPatch(request, result, writes = wire.Part.All) {
   if (p & wire.Part.Tools) { out.tools = r.tools; out.toolChoice = r.toolChoice; }
   if (p & wire.Part.Params) out.params = r.params;
   if (p & wire.Part.Extra) out.extra = r.extra;
+  return out;
+}
+
+const hasRaw = (x) => x != null && x.length > 0;
+
+// keepExtras returns patch with the extras of request copied onto the
+// elements that lack them (a copy where it changes anything).
+function keepExtras(request, patch, parts) {
+  const blocks = (from = [], to = []) => (to.length !== from.length ? to : to.map((b, i) =>
+    (!hasRaw(b.extra) && hasRaw(from[i].extra) && b.type === from[i].type ? { ...b, extra: from[i].extra } : b)));
+  const out = { ...patch };
+  if (parts & wire.Part.Tools) {
+    out.tools = (patch.tools ?? []).map((t) => {
+      if (hasRaw(t.extra)) return t;
+      const old = (request.tools ?? []).find((o) => o.name === t.name);
+      return old && hasRaw(old.extra) ? { ...t, extra: old.extra } : t;
+    });
+  }
+  if (parts & wire.Part.System) out.system = blocks(request.system, patch.system);
+  const msgs = request.messages ?? [];
+  if (parts & wire.Part.Messages && (patch.messages ?? []).length === msgs.length) {
+    out.messages = patch.messages.map((m, i) => {
+      const o = msgs[i];
+      if (m.role !== o.role) return m;
+      return { ...m, extra: hasRaw(m.extra) ? m.extra : o.extra, content: blocks(o.content, m.content) };
+    });
+  }
   return out;
 }

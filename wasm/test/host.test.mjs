@@ -267,3 +267,29 @@ test('trap: a host function that throws unwinds the guest, which is then dropped
   assert.equal(lastText(await t.host.onRequest(say('t1', 'x'))), 'x [edge] #2');
   assert.equal(t.host.instances, 2);
 });
+
+test('applyPatch keeps the caller\'s unknown members a patch lacks (ABI v1.4, as host/pipeline/patch.go)', () => {
+  const request = {
+    system: [{ type: 1, text: 's', extra: '{"a":1}' }],
+    messages: [{ role: 'user', content: [{ type: 1, text: 'jane@x.io', extra: '{"b":2}' }] },
+      { role: 'system', extra: '{"cache_control":{"type":"ephemeral"}}', content: [{ type: 1, text: 'be brief' }] }],
+    tools: [{ name: 'Read', extra: '{"defer_loading":true}' }, { name: 'Edit', extra: '{"e":1}' }],
+  };
+  const result = {
+    patched: 2 | 4 | 8,
+    request: {
+      system: [{ type: 1, text: 's' }],
+      messages: [{ role: 'user', content: [{ type: 1, text: '[EMAIL_1]' }] }, { role: 'system', content: [{ type: 1, text: 'be brief' }] }],
+      tools: [{ name: 'Edit' }],
+    },
+  };
+  const out = applyPatch(request, result);
+  assert.equal(out.system[0].extra, '{"a":1}');
+  assert.equal(out.messages[0].content[0].text, '[EMAIL_1]');
+  assert.equal(out.messages[0].content[0].extra, '{"b":2}');
+  assert.equal(out.messages[1].extra, '{"cache_control":{"type":"ephemeral"}}');
+  assert.deepEqual(out.tools, [{ name: 'Edit', extra: '{"e":1}' }]);
+  // fewer messages: nothing is guessed
+  const folded = applyPatch(request, { patched: 4, request: { messages: [{ role: 'user', content: [{ type: 1, text: 'summary' }] }] } });
+  assert.equal(folded.messages[0].content[0].extra, undefined);
+});
