@@ -64,6 +64,20 @@ func BenchmarkLayerCall(b *testing.B) {
 	// not "two").
 	missReq := fixtures.AgentRequest()
 	missReq.Messages[len(missReq.Messages)-1].Content[0].Text = "Go ahead, and summarize the risk in three sentences at the end."
+	// A Claude Code-sized request: an 85 KB system prompt, hashed on every
+	// call.
+	big := fixtures.AgentRequest()
+	for len(big.System[0].Text) < 85<<10 {
+		big.System[0].Text += big.System[0].Text
+	}
+	big.System[0].Text = big.System[0].Text[:85<<10]
+	b.Run("miss-85KB", func(b *testing.B) {
+		layertest.Measure(b, func() {
+			if res := layertest.OnRequest(b, p, &enc, &meta, big); header(res.Headers, "X-Bardo-Cache") != "miss" {
+				b.Fatal("not a miss")
+			}
+		})
+	})
 	b.Run("miss", func(b *testing.B) {
 		layertest.Measure(b, func() {
 			if res := layertest.OnRequest(b, p, &enc, &meta, missReq); header(res.Headers, "X-Bardo-Cache") != "miss" {
