@@ -185,13 +185,9 @@ func makePlan(system []wire.Block, msgs []wire.Message, c config) plan {
 // split is where folding chunks [0, k) cuts the conversation (k ≥ 1).
 func (p *plan) split(k int) int { return p.ends[k-1] }
 
-// kept is the estimated size of the turns from chunk k on, kept verbatim.
-func (p *plan) kept(k int) int {
-	if k == 0 {
-		return sum(p.toks)
-	}
-	return sum(p.toks[p.split(k):])
-}
+// kept is the estimated size of the turns kept verbatim when chunks [0, k)
+// are folded (k ≥ 1).
+func (p *plan) kept(k int) int { return sum(p.toks[p.split(k):]) }
 
 // summaryTokens is the estimated size of a summary of text's length put in
 // front of the turns from split on: its block, and a turn of its own when
