@@ -3,7 +3,9 @@ package daemon
 import (
 	"context"
 	"errors"
-	"fmt"
+	"sort"
+	"strings"
+	"sync"
 
 	"github.com/bardoinference/bardo/host/sandbox"
 	"github.com/bardoinference/bardo/host/server"
@@ -28,14 +30,27 @@ func LivenessChecks(d *Daemon) []server.Check {
 			// (by calls blocked in the host, say) cannot lend one.
 			p, release := d.Manager.Acquire()
 			defer release()
-			var errs []error
+			// Concurrently: one stuck pool must not use up the others' time
+			// and have them reported as well.
+			var (
+				mu   sync.Mutex
+				errs []string
+				wg   sync.WaitGroup
+			)
 			call := func(pl *sandbox.Plugin) {
 				if pl == nil || pl.Closed() {
 					return
 				}
-				if _, err := pl.Call(ctx, plugin.OpDescribe, nil, sandbox.CallInfo{RequestID: "liveness"}); err != nil {
-					errs = append(errs, fmt.Errorf("plugin %s: %w", pl.Name(), err))
-				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					// The sandbox's errors name the plugin.
+					if _, err := pl.Call(ctx, plugin.OpDescribe, nil, sandbox.CallInfo{RequestID: "liveness"}); err != nil {
+						mu.Lock()
+						errs = append(errs, err.Error())
+						mu.Unlock()
+					}
+				}()
 			}
 			for _, l := range p.Layers {
 				call(l.Plugin)
@@ -43,7 +58,12 @@ func LivenessChecks(d *Daemon) []server.Check {
 			for _, pr := range p.Providers {
 				call(pr.Plugin)
 			}
-			return errors.Join(errs...)
+			wg.Wait()
+			if len(errs) > 0 {
+				sort.Strings(errs)
+				return errors.New(strings.Join(errs, "; "))
+			}
+			return nil
 		}},
 		{Name: "vector_index", Run: d.Vectors.Probe},
 		{Name: "kv", Run: func(context.Context) error {
