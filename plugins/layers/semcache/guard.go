@@ -37,10 +37,20 @@ type qtoken struct {
 // fillers are dropped: words that frame a question without changing what
 // it asks. Tense ("was", "did"), person ("my", "your") and modality
 // ("should") are kept: they change answers.
-var fillers = set("a", "an", "the", "please", "pls", "plz", "kindly", "can", "could", "would", "you", "u", "me", "i",
+var fillers = set("a", "an", "the", "please", "pls", "plz", "kindly", "can", "could", "would",
 	"do", "does", "is", "are", "am", "be", "what", "explain", "describe", "define", "definition", "tell", "about",
 	"mean", "meaning", "means", "overview", "give", "hi", "hey", "hello", "thanks", "thank", "thx", "ok", "okay", "so",
 	"well", "now", "just", "quick", "question", "hmm", "also", "really", "actually", "basically", "us", "let")
+
+// framing are the pronouns that only frame a request after certain words
+// ("can you", "tell me", "how do I", "thank you"); anywhere else they are
+// what is asked about ("who are you?" is not "who am I?").
+var framing = map[string]map[string]bool{
+	"you": set("can", "could", "would", "will", "do", "did", "thank"),
+	"u":   set("can", "could", "would", "will", "do", "did", "thank"),
+	"me":  set("tell", "give", "show", "let", "send"),
+	"i":   set("do", "can", "could", "should", "would", "may", "might", "shall", "will", "how"),
+}
 
 // synonyms map a word to the one it stands for in every context this
 // cache sees (after plural endings are removed).
@@ -112,6 +122,7 @@ func normalize(text string) []qtoken {
 	}, text)
 	raw := unfront(strings.Fields(text))
 	var out, all []qtoken
+	last := ""    // the previous word, fillers included
 	start := true // capitals at a sentence start say nothing
 	for i, w := range raw {
 		core := trimToken(w)
@@ -128,7 +139,9 @@ func normalize(text string) []qtoken {
 			(!start && hasUpper(core))
 		for _, lw := range expandContraction(strings.ToLower(core)) {
 			all = append(all, qtoken{lw, true})
-			if fillers[lw] {
+			prev := last
+			last = lw
+			if fillers[lw] || framing[lw][prev] {
 				continue
 			}
 			lw = stem(lw)
@@ -245,9 +258,14 @@ func expandContraction(w string) []string {
 	return []string{w}
 }
 
+// unstemmed end in "s" without being plurals.
+var unstemmed = set("news", "series", "species", "physics", "mathematics", "politics", "economics", "always",
+	"perhaps", "minus", "plus", "yes", "this", "has", "was", "does", "its", "his", "hers", "ours", "yours",
+	"theirs", "whereas", "towards", "besides", "sometimes", "windows", "aws", "kubernetes", "less", "unless")
+
 // stem removes a plural or third-person "s" from a plain word.
 func stem(w string) string {
-	if len(w) <= 3 || !isLetters(w) {
+	if len(w) <= 3 || !isLetters(w) || unstemmed[w] {
 		return w
 	}
 	switch {

@@ -259,3 +259,28 @@ func TestGuard(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardPronounsAndPlurals: the pronouns of a framing phrase go, the
+// ones asked about stay; words that only look plural keep their "s".
+func TestGuardPronounsAndPlurals(t *testing.T) {
+	for _, d := range [][2]string{
+		{"Who are you?", "Who am I?"},
+		{"Can you help me?", "Can I help you?"},
+		{"What's new?", "What's the news?"},
+		{"Thank you", "Thank me"},
+	} {
+		if a, b := normalize(d[0]), normalize(d[1]); sameQuestion(a, b) {
+			t.Errorf("%q and %q are one question (%q)", d[0], d[1], contentText(a))
+		}
+	}
+	for _, s := range [][2]string{
+		{"Can you tell me how do I create a Python virtual environment?", "How do I create a python virtual environment"},
+		{"Could you show me the logs?", "Show the logs"},
+		{"How can I see my Go version?", "how do I see my go version"},
+		{"thank you!", "Thank you."},
+	} {
+		if a, b := normalize(s[0]), normalize(s[1]); !sameQuestion(a, b) {
+			t.Errorf("%q / %q are not one question: %q / %q", s[0], s[1], contentText(a), contentText(b))
+		}
+	}
+}
