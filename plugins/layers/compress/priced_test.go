@@ -12,7 +12,9 @@ package main
 
 import (
 	"encoding/json"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/bardoinference/bardo/host/fakeupstream"
 	"github.com/bardoinference/bardo/host/testkit/apitest"
@@ -106,5 +108,87 @@ func TestE2EPricedSessionSavesWithoutCache(t *testing.T) {
 	t.Logf("layer, no cache:  $%.4f (%+.1f%%), %d calls, %v", folded/1e6, 100*(folded-direct)/direct, calls, statuses)
 	if folded >= direct || statuses[StatusCompressed+"/"+ReasonProfitable] == 0 {
 		t.Errorf("the layer costs $%.4f, direct $%.4f (%v)", folded/1e6, direct/1e6, statuses)
+	}
+}
+
+// gpt4o prices one call at gpt-4o's list prices (USD per million tokens:
+// input 2.50, cached input 1.25, output 10), in micro-USD.
+func gpt4o(b fakeupstream.Bill) float64 {
+	return 2.5*float64(b.Input) + 1.25*float64(b.CacheRead) + 10*float64(b.Output)
+}
+
+// gpt4oTOML prices the layer as gpt-4o is billed: cached input at half the
+// input price, no write surcharge, the summariser (the caller's own model)
+// writing at 4× input.
+const gpt4oTOML = "cache_read_price = 0.5\ncache_write_price = 1\nsummary_output_price = 4\n"
+
+// coldReplay sends the session as an OpenAI caller does (the provider's
+// automatic prefix cache, no breakpoints) to the fake directly or through
+// the layer; before the request of user turn pauseAt the provider's clock
+// moves on by 10 minutes (its cache goes cold) and the gateway's by
+// realPause.
+func coldReplay(t *testing.T, layer string, pauseAt int, realPause time.Duration) (bill float64, statuses map[string]int) {
+	var mu sync.Mutex
+	virtual := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return virtual }
+	fake := fakeupstream.New(fakeupstream.WithAPIKey(upKey), fakeupstream.WithPromptCaching(clock))
+	defer fake.Close()
+	base := fake.URL() + "/v1"
+	if layer != "" {
+		base = startGateway(t, layerTOML+layer+providersTOML(fake.URL(), fake.URL())).URL + "/v1"
+	}
+	s := agentSession()
+	statuses = map[string]int{}
+	for i, u := range userTurns(s.Msgs) {
+		mu.Lock()
+		virtual = virtual.Add(30 * time.Second)
+		if i == pauseAt {
+			virtual = virtual.Add(10 * time.Minute)
+		}
+		mu.Unlock()
+		if i == pauseAt {
+			time.Sleep(realPause)
+		}
+		r := apitest.Post(t, base, "/chat/completions", []byte(openAIBody(s, s.Msgs[:u+1])), "Authorization", "Bearer "+upKey)
+		if r.Status != 200 {
+			t.Fatalf("turn %d: %d %s", u, r.Status, r.Body)
+		}
+		if st := r.Header.Get(HeaderCompress); st != "" {
+			statuses[st+"/"+r.Header.Get(HeaderReason)]++
+		}
+	}
+	for _, b := range fake.Bills() {
+		bill += gpt4o(b)
+	}
+	return bill, statuses
+}
+
+// On gpt-4o (cached input at half price), priced as it is billed, folding
+// pays even under a warm cache. Priced by the conservative defaults
+// (Anthropic's 0.1× reads, 1.25× writes) it does not — until a pause longer
+// than the provider keeps a prefix: the layer, told so by its clock
+// (cache_lifetime = 2s, the pause 2.5 s), folds then, as the provider
+// rewrites the whole history anyway, and the session costs less than sent
+// directly. Without the pause on the gateway's clock the layer sees a warm
+// cache and makes no fold.
+func TestE2EPricedColdCache(t *testing.T) {
+	const pauseAt = 20
+	direct, _ := coldReplay(t, "", pauseAt, 0)
+	billed, billedStatuses := coldReplay(t, scaledTOML+gpt4oTOML, pauseAt, 0)
+	cfg := scaledTOML + "cache_lifetime = \"2s\"\n"
+	cold, coldStatuses := coldReplay(t, cfg, pauseAt, 2500*time.Millisecond)
+	warm, warmStatuses := coldReplay(t, cfg, pauseAt, 0)
+	t.Logf("direct:                                $%.4f", direct/1e6)
+	t.Logf("layer priced as gpt-4o bills:          $%.4f (%+.1f%%) %v", billed/1e6, 100*(billed-direct)/direct, billedStatuses)
+	t.Logf("layer, defaults, pause seen:           $%.4f (%+.1f%%) %v", cold/1e6, 100*(cold-direct)/direct, coldStatuses)
+	t.Logf("layer, defaults, pause not seen:       $%.4f (%+.1f%%) %v", warm/1e6, 100*(warm-direct)/direct, warmStatuses)
+	if billed >= direct || billedStatuses[StatusCompressed+"/"+ReasonProfitable] == 0 {
+		t.Errorf("priced as billed: $%.4f against $%.4f direct, %v", billed/1e6, direct/1e6, billedStatuses)
+	}
+	if coldStatuses[StatusCompressed+"/"+ReasonColdCache] == 0 || cold >= direct {
+		t.Errorf("pause seen: $%.4f against $%.4f direct, %v", cold/1e6, direct/1e6, coldStatuses)
+	}
+	if warm != direct || warmStatuses[StatusCompressed+"/"+ReasonProfitable] != 0 {
+		t.Errorf("pause not seen: $%.4f against $%.4f direct, %v", warm/1e6, direct/1e6, warmStatuses)
 	}
 }
