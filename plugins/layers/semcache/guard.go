@@ -39,8 +39,14 @@ type qtoken struct {
 // ("should") are kept: they change answers.
 var fillers = set("a", "an", "the", "please", "pls", "plz", "kindly", "can", "could", "would",
 	"do", "does", "is", "are", "am", "be", "what", "explain", "describe", "define", "definition", "tell", "about",
-	"mean", "meaning", "means", "overview", "give", "hi", "hey", "hello", "thanks", "thank", "thx", "ok", "okay", "so",
-	"well", "now", "just", "quick", "question", "hmm", "also", "really", "actually", "basically", "us", "let")
+	"mean", "meaning", "means", "overview", "give", "now", "just", "question", "also", "really", "actually",
+	"basically", "us", "let")
+
+// greetings are dropped only before the first content word ("Hi! Thanks,
+// now …"): "print hello" is not "print".
+var thanks = set("thanks", "thank", "thx")
+
+var greetings = set("hi", "hey", "hello", "thanks", "thank", "thx", "ok", "okay", "so", "well", "hmm", "yo")
 
 // framing are the pronouns that only frame a request after certain words
 // ("can you", "tell me", "how do I", "thank you"); anywhere else they are
@@ -111,20 +117,26 @@ func set(ws ...string) map[string]bool {
 func normalize(text string) []qtoken {
 	text = strings.Map(func(r rune) rune {
 		switch r {
-		case '`':
-			return ' '
+		case '`', '\u201c', '\u201d':
+			return '"'
 		case '\u2018', '\u2019':
 			return '\''
-		case '\u201c', '\u201d':
-			return '"'
 		}
 		return r
 	}, text)
 	raw := unfront(strings.Fields(text))
 	var out, all []qtoken
-	last := ""    // the previous word, fillers included
-	start := true // capitals at a sentence start say nothing
+	last := ""      // the previous word, fillers included
+	start := true   // capitals at a sentence start say nothing
+	quoted := false // inside "…" or `…`: no word is framing
+	closing := false
 	for i, w := range raw {
+		opens := strings.HasPrefix(w, `"`)
+		quoted = quoted || opens
+		literal := quoted
+		if strings.HasSuffix(strings.TrimRight(w, ".,!?;:)"), `"`) && (!opens || len(strings.Trim(w, `".,!?;:)`)) > 0) {
+			quoted = false
+		}
 		core := trimToken(w)
 		if !hasAlnum(core) {
 			// Punctuation ends a sentence; a symbol mid-text is an
@@ -141,16 +153,21 @@ func normalize(text string) []qtoken {
 			all = append(all, qtoken{lw, true})
 			prev := last
 			last = lw
-			if fillers[lw] || framing[lw][prev] {
+			if !literal && (fillers[lw] || framing[lw][prev] || (len(out) == 0 && greetings[lw])) {
 				continue
 			}
 			lw = stem(lw)
 			if s, ok := synonyms[lw]; ok {
 				lw = s
 			}
-			out = append(out, qtoken{lw, salient || negations[lw] || questions[lw] || units[lw] || opposites[lw]})
+			out = append(out, qtoken{lw, literal || salient || negations[lw] || questions[lw] || units[lw] || opposites[lw]})
+			closing = closing || !literal && thanks[lw]
 		}
 		start = strings.HasSuffix(w, ".") || strings.HasSuffix(w, "?") || strings.HasSuffix(w, "!") || strings.HasSuffix(w, ":")
+	}
+	// A closing "thanks" goes too.
+	for closing && len(out) > 1 && thanks[out[len(out)-1].w] {
+		out = out[:len(out)-1]
 	}
 	out = canonical(out)
 	if len(out) == 0 {
@@ -203,8 +220,12 @@ func unfront(ws []string) []string {
 }
 
 // trimToken strips the quotes and sentence punctuation around a word, but
-// never a symbol that is all there is of it ("$?" stays "$?").
+// never a symbol that is all there is of it ("$?" stays "$?"; only double
+// quotes, which backticks became, go from around it).
 func trimToken(w string) string {
+	if t := strings.Trim(w, `"`); t != "" {
+		w = t
+	}
 	for len(w) > 1 && strings.IndexByte(`("'`, w[0]) >= 0 && hasAlnum(w[1:]) {
 		w = w[1:]
 	}

@@ -284,3 +284,28 @@ func TestGuardPronounsAndPlurals(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardLiterals: words in quotes or backticks are what is asked about,
+// never framing; greetings frame only at the start.
+func TestGuardLiterals(t *testing.T) {
+	for _, d := range [][2]string{
+		{`Translate "the" into French`, `Translate "a" into French`},
+		{"Print hello", "Print hi"},
+		{"Explain quick sort", "Explain sort"},
+		{"What does `do` mean in Lua?", "What does `does` mean in Lua?"},
+	} {
+		if a, b := normalize(d[0]), normalize(d[1]); sameQuestion(a, b) {
+			t.Errorf("%q and %q are one question (%q)", d[0], d[1], contentText(a))
+		}
+	}
+	for _, s := range [][2]string{
+		{"What does `$?` mean in bash?", "what does $? mean in bash"},
+		{"What does `git rebase -i` do?", "what does git rebase -i do?"},
+		{"Hi! Thanks, how do I exit vim?", "how do I exit vim"},
+		{`What does "idempotent" mean?`, `What does "idempotent" mean`},
+	} {
+		if a, b := normalize(s[0]), normalize(s[1]); !sameQuestion(a, b) {
+			t.Errorf("%q / %q are not one question: %q / %q", s[0], s[1], contentText(a), contentText(b))
+		}
+	}
+}
