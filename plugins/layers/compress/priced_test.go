@@ -169,15 +169,17 @@ func coldReplay(t *testing.T, layer string, pauseAt int, realPause time.Duration
 // than the provider keeps a prefix: the layer, told so by its clock
 // (cache_lifetime = 2s, the pause 2.5 s), folds then, as the provider
 // rewrites the whole history anyway, and the session costs less than sent
-// directly. Without the pause on the gateway's clock the layer sees a warm
-// cache and makes no fold.
+// directly. When no pause the gateway sees is longer than the lifetime, the
+// layer sees a warm cache and makes no fold.
 func TestE2EPricedColdCache(t *testing.T) {
 	const pauseAt = 20
 	direct, _ := coldReplay(t, "", pauseAt, 0)
 	billed, billedStatuses := coldReplay(t, scaledTOML+gpt4oTOML, pauseAt, 0)
 	cfg := scaledTOML + "cache_lifetime = \"2s\"\n"
 	cold, coldStatuses := coldReplay(t, cfg, pauseAt, 2500*time.Millisecond)
-	warm, warmStatuses := coldReplay(t, cfg, pauseAt, 0)
+	// Warm: the same, but no gap the gateway sees is as long as the
+	// lifetime (an hour: no timing involved).
+	warm, warmStatuses := coldReplay(t, scaledTOML+"cache_lifetime = \"1h\"\n", pauseAt, 0)
 	t.Logf("direct:                                $%.4f", direct/1e6)
 	t.Logf("layer priced as gpt-4o bills:          $%.4f (%+.1f%%) %v", billed/1e6, 100*(billed-direct)/direct, billedStatuses)
 	t.Logf("layer, defaults, pause seen:           $%.4f (%+.1f%%) %v", cold/1e6, 100*(cold-direct)/direct, coldStatuses)
