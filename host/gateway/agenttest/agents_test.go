@@ -11,7 +11,8 @@ import (
 
 // agent is how one coding agent is installed, configured and read.
 type agent struct {
-	name string // the binary in tools/agents/node_modules/.bin
+	name string // names the agent's files and checks
+	bin  string // the binary in tools/agents/node_modules/.bin
 	// setup writes the agent's configuration for e (under cfgDir) and
 	// returns the environment it runs with.
 	setup func(t *testing.T, e *env, cfgDir string) []string
@@ -37,7 +38,7 @@ type session struct {
 
 func newSession(t *testing.T, a agent) *session {
 	t.Helper()
-	bin := agentBin(t, a.name)
+	bin := agentBin(t, a.bin)
 	e := newEnv(t)
 	s := &session{a: a, e: e, bin: bin, dir: t.TempDir(), home: t.TempDir()}
 	if err := os.MkdirAll(filepath.Join(s.home, "tmp"), 0o755); err != nil {
@@ -156,18 +157,30 @@ func writeNote(t *testing.T, dir, name string) (path, marker string) {
 // does not hide the others. All share one gateway (and so its caches), so
 // every check uses prompts of its own.
 func runChecks(t *testing.T, s *session) {
+	checkPlain(t, s)
+	checkToolRoundTrip(t, s)
+	checkSamePromptTwice(t, s)
+	checkDifferentPrompts(t, s)
+}
+
+func checkPlain(t *testing.T, s *session) {
 	t.Run("plain", func(t *testing.T) {
 		const prompt = "Say hello to the plain check"
 		r := s.ask(t, prompt)
+		checkFresh(t, r, prompt)
 		if r.ok(t) && !strings.Contains(r.text, prompt) {
 			t.Errorf("answer %q does not echo the prompt %q", truncate(r.text, 300), prompt)
 		}
 		checkClean(t, r)
 	})
+}
 
+func checkToolRoundTrip(t *testing.T, s *session) {
 	t.Run("tool-round-trip", func(t *testing.T) {
 		path, marker := writeNote(t, s.dir, s.a.name)
-		r := s.ask(t, "Read the note "+s.a.readFile(path)+" and tell me what it says")
+		prompt := "Read the note " + s.a.readFile(path) + " and tell me what it says"
+		r := s.ask(t, prompt)
+		checkFresh(t, r, prompt)
 		if !r.ok(t) {
 			return
 		}
@@ -187,10 +200,13 @@ func runChecks(t *testing.T, s *session) {
 		}
 		checkClean(t, r)
 	})
+}
 
+func checkSamePromptTwice(t *testing.T, s *session) {
 	t.Run("same-prompt-twice", func(t *testing.T) {
 		const prompt = "What is the capital of the repeated check"
 		first := s.ask(t, prompt)
+		checkFresh(t, first, prompt)
 		if !first.ok(t) {
 			return
 		}
@@ -211,7 +227,9 @@ func runChecks(t *testing.T, s *session) {
 				x.RespHeader.Get("X-Bardo-Cache"), second.upstream, firstDiff(first, second, prompt))
 		}
 	})
+}
 
+func checkDifferentPrompts(t *testing.T, s *session) {
 	t.Run("different-prompts", func(t *testing.T) {
 		// Issue 11's observed pair: same shape, different question.
 		a, b := "write a poem about the sea 7", "write a haiku about the mountains 7"
@@ -221,6 +239,7 @@ func runChecks(t *testing.T, s *session) {
 			r           result
 			want, other string
 		}{{ra, a, b}, {rb, b, a}} {
+			checkFresh(t, c.r, c.want)
 			if !c.r.ok(t) {
 				continue
 			}
@@ -231,6 +250,19 @@ func runChecks(t *testing.T, s *session) {
 			}
 		}
 	})
+}
+
+// checkFresh fails t when a run of a prompt never asked before on this
+// gateway was answered, in any of its requests, from the cache: that is
+// another prompt's answer.
+func checkFresh(t *testing.T, r result, prompt string) {
+	t.Helper()
+	for i, x := range r.ex {
+		if hit := hitOf(x); hit != "" {
+			t.Errorf("asked %q for the first time, request %d was answered from the cache (%s, similarity %q): another prompt's answer",
+				truncate(prompt, 80), i, hit, x.RespHeader.Get("X-Bardo-Cache-Similarity"))
+		}
+	}
 }
 
 // checkClean fails t when a response of the run broke: a non-2xx status,

@@ -14,6 +14,7 @@ const claudeModel = "claude-sonnet-4-5"
 
 var claudeCode = agent{
 	name: "claude",
+	bin:  "claude",
 	setup: func(t *testing.T, e *env, cfgDir string) []string {
 		return []string{
 			"ANTHROPIC_BASE_URL=" + e.fr.srv.URL,

@@ -13,6 +13,7 @@ const codexModel = "gpt-4o"
 
 var codex = agent{
 	name: "codex",
+	bin:  "codex",
 	setup: func(t *testing.T, e *env, cfgDir string) []string {
 		// 0.58 is the last Codex that speaks Chat Completions (wire_api
 		// "chat"); later ones speak only /v1/responses.

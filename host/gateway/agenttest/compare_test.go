@@ -39,6 +39,7 @@ func TestCompareForwarded(t *testing.T) {
 		{"masked, unannounced", strings.Replace(client, "x@y.example", "[EMAIL_1]", 1), nil, true, "differ at byte 5"},
 		{"usage asked of an OpenAI upstream", strings.Replace(client, `"stream":true`, `"stream":true,"stream_options":{"include_usage":true}`, 1), nil, false, ""},
 		{"usage asked of an Anthropic upstream", strings.Replace(client, `"stream":true`, `"stream":true,"stream_options":{"include_usage":true}`, 1), nil, true, ".stream_options: added"},
+		{"a lone text block as a string", strings.Replace(client, `[{"type":"text","text":"mail x@y.example now"}]`, `"mail x@y.example now"`, 1), nil, true, "note: .messages[0].content"},
 		{"a lost top-level member", strings.Replace(client, `"max_tokens":9,`, "", 1), nil, true, ".max_tokens: lost"},
 	}
 	for _, c := range cases {

@@ -209,6 +209,9 @@ func stripAddedCacheControl(c, u any, path string, diffs *[]string) int {
 // diffJSON lists the paths where u differs from c. With pii, a string that
 // differs only where u has a placeholder is equal.
 func diffJSON(path string, c, u any, pii bool) []string {
+	if loneText(c, u) || loneText(u, c) {
+		return []string{notePrefix + path + ": one plain text block written as a string, or back"}
+	}
 	switch cv := c.(type) {
 	case map[string]any:
 		uv, ok := u.(map[string]any)
@@ -265,6 +268,24 @@ func diffJSON(path string, c, u any, pii bool) []string {
 		}
 	}
 	return []string{fmt.Sprintf("%s: client %s, upstream %s", path, short(c), short(u))}
+}
+
+// notePrefix marks a difference that is allowed but worth a line in the
+// log: the Anthropic encoder writes content that is one text block with no
+// other members as a plain string (host/dialect/anthropic appendContent), so
+// a request a layer rewrote may carry the same content in the other form.
+// Equal in meaning; the bytes of the conversation differ.
+const notePrefix = "note: "
+
+// loneText reports whether s is a string and a is [{"type":"text","text":s}].
+func loneText(s, a any) bool {
+	str, ok := s.(string)
+	arr, ok2 := a.([]any)
+	if !ok || !ok2 || len(arr) != 1 {
+		return false
+	}
+	b, _ := arr[0].(map[string]any)
+	return len(b) == 2 && b["type"] == "text" && b["text"] == str
 }
 
 // maskedFrom reports whether up is orig with some values replaced by pii
@@ -329,9 +350,20 @@ func checkForwarded(t *testing.T, ex []exchange, up []fakeupstream.Recorded) {
 				diffs = append(diffs, fmt.Sprintf("header %s: client sent %q, upstream got %q", h, x.Header.Get(h), r.Header.Get(h)))
 			}
 		}
-		if len(diffs) > 0 {
+		var notes, errs []string
+		for _, d := range diffs {
+			if strings.HasPrefix(d, notePrefix) {
+				notes = append(notes, d)
+			} else {
+				errs = append(errs, d)
+			}
+		}
+		if len(notes) > 0 {
+			t.Logf("request #%d %s: %s", j, x.Path, strings.Join(capList(notes, 5), "; "))
+		}
+		if len(errs) > 0 {
 			t.Errorf("request #%d %s (%d bytes): the upstream got more than the documented layer edits (headers %s):\n  %s",
-				j, x.Path, len(x.Body), bardoHeaders(x.RespHeader), strings.Join(capList(diffs, 25), "\n  "))
+				j, x.Path, len(x.Body), bardoHeaders(x.RespHeader), strings.Join(capList(errs, 25), "\n  "))
 		}
 	}
 	t.Logf("%d of %d client requests reached the upstream and were compared", paired, len(ex))

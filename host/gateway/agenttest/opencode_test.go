@@ -8,25 +8,47 @@ import (
 	"testing"
 )
 
-// opencodeModel is the model opencode's provider entry asks for.
-const opencodeModel = "gpt-4o"
+// opencodeModel is the model opencode's OpenAI-compatible provider asks
+// for; opencodeClaude the model of its Anthropic provider.
+const (
+	opencodeModel  = "gpt-4o"
+	opencodeClaude = "claude-sonnet-4-5"
+)
 
-var opencode = agent{
-	name: "opencode",
-	setup: func(t *testing.T, e *env, cfgDir string) []string {
+// opencode speaks OpenAI Chat Completions through a provider of its own
+// over @ai-sdk/openai-compatible.
+var opencode = opencodeAgent("opencode", func(e *env) (string, map[string]any) {
+	return "bardo/" + opencodeModel, map[string]any{"bardo": map[string]any{
+		"npm":     "@ai-sdk/openai-compatible", // bundled in opencode: nothing to install
+		"name":    "Bardo",
+		"options": map[string]any{"baseURL": e.fr.srv.URL + "/v1", "apiKey": clientKey},
+		"models":  map[string]any{opencodeModel: map[string]any{"name": opencodeModel, "tool_call": true}},
+	}}
+})
+
+// opencodeAnthropic speaks Anthropic Messages through opencode's built-in
+// anthropic provider with its baseURL pointed at the gateway (its tools carry
+// eager_input_streaming, which the gateway must pass on).
+var opencodeAnthropic = opencodeAgent("opencode-anthropic", func(e *env) (string, map[string]any) {
+	return "anthropic/" + opencodeClaude, map[string]any{"anthropic": map[string]any{
+		"options": map[string]any{"baseURL": e.fr.srv.URL + "/v1", "apiKey": clientKey},
+	}}
+})
+
+// opencodeAgent is opencode with the provider entry provider returns (and
+// the model, "<provider>/<model>", it names).
+func opencodeAgent(name string, provider func(e *env) (model string, entry map[string]any)) agent {
+	a := opencodeBase
+	a.name = name
+	a.setup = func(t *testing.T, e *env, cfgDir string) []string {
+		model, entry := provider(e)
 		cfg := map[string]any{
-			"$schema":    "https://opencode.ai/config.json",
-			"autoupdate": false,
-			"share":      "disabled",
-			"model":      "bardo/" + opencodeModel,
-			// The title request goes through the gateway too.
-			"small_model": "bardo/" + opencodeModel,
-			"provider": map[string]any{"bardo": map[string]any{
-				"npm":     "@ai-sdk/openai-compatible", // bundled in opencode: nothing to install
-				"name":    "Bardo",
-				"options": map[string]any{"baseURL": e.fr.srv.URL + "/v1", "apiKey": clientKey},
-				"models":  map[string]any{opencodeModel: map[string]any{"name": opencodeModel, "tool_call": true}},
-			}},
+			"$schema":     "https://opencode.ai/config.json",
+			"autoupdate":  false,
+			"share":       "disabled",
+			"model":       model,
+			"small_model": model, // the title request goes through the gateway too
+			"provider":    entry,
 		}
 		b, _ := json.Marshal(cfg)
 		file := filepath.Join(cfgDir, "opencode.json")
@@ -43,7 +65,12 @@ var opencode = agent{
 			"OPENCODE_DISABLE_CLAUDE_CODE=1",
 			"OPENCODE_DISABLE_DEFAULT_PLUGINS=1",
 		}
-	},
+	}
+	return a
+}
+
+var opencodeBase = agent{
+	bin:  "opencode",
 	args: func(prompt string) []string { return []string{"run", "--format", "json", prompt} },
 	answer: func(r run) (string, string) {
 		var text []string
@@ -114,5 +141,15 @@ func packageVersion(t *testing.T, dir string) string {
 func TestOpencode(t *testing.T) {
 	s := newSession(t, opencode)
 	runChecks(t, s)
+	checkFidelity(t, s)
+}
+
+// TestOpencodeAnthropic drives opencode's built-in anthropic provider through
+// the shipped pipeline to the fake Anthropic upstream: the checks that
+// differ by dialect (the caches are judged by TestOpencode).
+func TestOpencodeAnthropic(t *testing.T) {
+	s := newSession(t, opencodeAnthropic)
+	checkPlain(t, s)
+	checkToolRoundTrip(t, s)
 	checkFidelity(t, s)
 }
