@@ -3,7 +3,9 @@
 package main_test
 
 import (
+	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/bardoinference/bardo/host/kvstore"
@@ -40,6 +42,18 @@ func BenchmarkLayerCall(b *testing.B) {
 	})
 	b.Run("seen", func(b *testing.B) {
 		req := fixtures.AgentRequest()
+		layertest.OnRequest(b, p, &enc, &meta, req)
+		layertest.Measure(b, func() { layertest.OnRequest(b, p, &enc, &meta, req) })
+	})
+	// A tool result sent as an array of three text blocks (~3 KB), its
+	// scores reused: the cost of walking the array in the guest.
+	b.Run("seen-tool-blocks", func(b *testing.B) {
+		req := fixtures.AgentRequest()
+		para := strings.Repeat("The pool's utilisation rose to 91% after the rate change; borrowers moved to the stable market. ", 10)
+		blocks, _ := json.Marshal([]map[string]string{{"type": "text", "text": para}, {"type": "text", "text": "Note: \"quoted\" " + para}, {"type": "text", "text": para + "."}})
+		req.Messages = append(req.Messages,
+			wire.Message{Role: "assistant", Content: []wire.Block{{Type: wire.BlockToolUse, ID: "call_2", Name: "get_position", Data: []byte(`{}`)}}},
+			wire.Message{Role: "user", Content: []wire.Block{{Type: wire.BlockToolResult, ID: "call_2", Data: blocks}}})
 		layertest.OnRequest(b, p, &enc, &meta, req)
 		layertest.Measure(b, func() { layertest.OnRequest(b, p, &enc, &meta, req) })
 	})

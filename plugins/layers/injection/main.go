@@ -9,6 +9,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bardoinference/bardo/sdk/jsonscan"
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
@@ -262,50 +264,100 @@ func stripHarness(s string, tags []string) string {
 // "content" blocks) and "context". Images, PDFs and other binary sources
 // are not text and are skipped.
 func blockTexts(data []byte) []string {
-	if len(data) == 0 {
-		return nil
-	}
-	var v any
-	if json.Unmarshal(data, &v) != nil {
-		return nil
-	}
 	var out []string
-	var walk func(v any, depth int)
-	walk = func(v any, depth int) {
-		if depth > 8 {
-			return
+	walkTexts(data, 0, &out)
+	return out
+}
+
+// walkTexts appends the texts of one JSON value (see blockTexts). It walks
+// the raw JSON with jsonscan (the host hands plugins valid JSON): inside
+// wasm, encoding/json's reflection into a tree costs several times more.
+func walkTexts(v []byte, depth int, out *[]string) {
+	i := jsonscan.SkipSpace(v, 0)
+	if i >= len(v) || depth > 8 {
+		return
+	}
+	switch v[i] {
+	case '"':
+		if s, ok := jsonString(v[i:]); ok {
+			*out = append(*out, s)
 		}
-		switch x := v.(type) {
-		case string:
-			out = append(out, x)
-		case []any:
-			for _, e := range x {
-				walk(e, depth+1)
+	case '[':
+		for i = jsonscan.SkipSpace(v, i+1); i < len(v) && v[i] != ']'; {
+			e := jsonscan.SkipValue(v, i)
+			if e < 0 {
+				return
 			}
-		case map[string]any:
-			if t, ok := x["text"].(string); ok {
-				out = append(out, t)
+			walkTexts(v[i:e], depth+1, out)
+			i = jsonscan.SkipSpace(v, e)
+			if i < len(v) && v[i] == ',' {
+				i = jsonscan.SkipSpace(v, i+1)
 			}
-			if c, ok := x["content"]; ok {
-				walk(c, depth+1)
-			}
-			if src, ok := x["source"].(map[string]any); ok {
-				switch src["type"] {
-				case "text":
-					if d, ok := src["data"].(string); ok {
-						out = append(out, d)
-					}
-				case "content":
-					walk(src["content"], depth+1)
+		}
+	case '{':
+		var typ, context []byte
+		jsonscan.EachMember(v, func(key, val []byte) {
+			switch string(key) {
+			case "text":
+				if val[0] == '"' {
+					walkTexts(val, depth+1, out)
 				}
+			case "content":
+				walkTexts(val, depth+1, out)
+			case "source":
+				walkSource(val, depth+1, out)
+			case "type":
+				typ = val
+			case "context":
+				context = val
 			}
-			if c, ok := x["context"].(string); ok && x["type"] == "document" {
-				out = append(out, c)
-			}
+		})
+		if string(typ) == `"document"` && len(context) > 0 && context[0] == '"' {
+			walkTexts(context, depth+1, out)
 		}
 	}
-	walk(v, 0)
-	return out
+}
+
+// walkSource appends a document source's text: "data" of a text source,
+// the blocks of a content source.
+func walkSource(src []byte, depth int, out *[]string) {
+	var typ, data, content []byte
+	jsonscan.EachMember(src, func(key, val []byte) {
+		switch string(key) {
+		case "type":
+			typ = val
+		case "data":
+			data = val
+		case "content":
+			content = val
+		}
+	})
+	switch string(typ) {
+	case `"text"`:
+		if len(data) > 0 && data[0] == '"' {
+			walkTexts(data, depth, out)
+		}
+	case `"content"`:
+		walkTexts(content, depth, out)
+	}
+}
+
+// jsonString decodes a JSON string literal; one without escapes is taken
+// as it is.
+func jsonString(lit []byte) (string, bool) {
+	e := jsonscan.SkipString(lit, 0)
+	if e < 2 {
+		return "", false
+	}
+	body := lit[1 : e-1]
+	if bytes.IndexByte(body, '\\') < 0 {
+		return string(body), true
+	}
+	var s string
+	if json.Unmarshal(lit[:e], &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // chunks cuts s at whitespace into pieces of at most n bytes (a word longer
