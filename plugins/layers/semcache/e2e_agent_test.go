@@ -248,3 +248,28 @@ func TestRewordingMode(t *testing.T) {
 		t.Fatalf("the same tool-carrying question missed: %q", r.Header.Get("X-Bardo-Cache"))
 	}
 }
+
+// TestHistoryIsContext: the same last question after other earlier turns
+// is another request ("Quote me selling 1 ETH" after a different quote, in
+// the DeFi agent's replay, got the earlier answer).
+func TestHistoryIsContext(t *testing.T) {
+	g, fake := start(t, "min_tokens = 1")
+	calls := func() int { return fake.Count("/v1/chat/completions") }
+	body := func(earlier, answer, question string) string {
+		b, _ := json.Marshal(map[string]any{"model": "gpt-4o", "messages": []any{
+			map[string]any{"role": "user", "content": earlier},
+			map[string]any{"role": "assistant", "content": answer},
+			map[string]any{"role": "user", "content": question},
+		}})
+		return string(b)
+	}
+	post(t, g, "/v1/chat/completions", body("Quote me buying 2 ETH", "2 ETH costs 6,200 USDC.", "And in euros?"))
+	r := post(t, g, "/v1/chat/completions", body("Quote me selling 1 ETH", "1 ETH sells for 3,090 USDC.", "And in euros?"))
+	if r.Header.Get("X-Bardo-Cache") != "miss" || calls() != 2 {
+		t.Fatalf("another history shared an answer: %q", r.Header.Get("X-Bardo-Cache"))
+	}
+	r = post(t, g, "/v1/chat/completions", body("Quote me selling 1 ETH", "1 ETH sells for 3,090 USDC.", "and in Euros"))
+	if r.Header.Get("X-Bardo-Cache") != "semantic-hit" || calls() != 2 {
+		t.Fatalf("the same conversation asked again: %q", r.Header.Get("X-Bardo-Cache"))
+	}
+}
