@@ -7,11 +7,10 @@ import (
 
 // The guard. Within one context, a stored answer may serve a new question
 // only when the two questions are the same question. An embedding cannot
-// tell: averaged word vectors (and a small transformer's pooled output) of
-// "docker run -p 8080:80" and "-p 80:8080", "pytest" and "unittest", "$?"
-// and "$!", "a haiku about the mountains" and "a poem about the sea" are
-// all 0.95–1.00 apart. So the similarity only finds candidates; the guard
-// decides, on the questions' words:
+// tell: averaged word vectors of questions that differ only in "-p 8080:80"
+// and "-p 80:8080", "pytest" and "unittest", "$?" and "$!" score 1.0000
+// (and a small transformer's pooled output is dominated by the shared
+// words too). So the guard decides, on the questions' words:
 //
 //   - strict (the default): both questions normalise to the same sequence
 //     of content words. Normalising forgets what never changes an answer —
