@@ -1,12 +1,14 @@
-// Command semcache is layer L2, the semantic cache: it hashes the request's
-// context (model, system prompt, tools, parameters, earlier turns), embeds
-// what the caller asks now (the last user turn without injected reminders)
-// with a local model of the host, searches the tenant's vector index, and
-// answers from a stored answer of the same context whose question is the
-// same question — the guard compares the questions' normalised words, so a
-// number, an identifier, an operator or a negation that differs blocks the
-// hit. Misses are stored from the response or stream phase, with a TTL set
-// by the market regime. See README.md.
+// Command semcache is layer L2, the semantic cache: it answers a request
+// from a stored answer to the same question asked in the same context. The
+// context (model, system prompt, tools, parameters, earlier turns, injected
+// reminders) is hashed, never embedded; the question is the last user
+// turn's own words, normalised (case, punctuation, framing words, a fronted
+// phrase) so that a re-ask matches while a different number, identifier,
+// operator or negation does not, and found by its key in the host's
+// key/value store. With allow_rewording, requests without tools may also
+// hit on a similar question (the host's embedding model and vector index)
+// whose salient words agree. Misses are stored from the response or stream
+// phase, with a TTL set by the market regime. See README.md.
 package main
 
 import (
