@@ -14,7 +14,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"path"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bardoinference/bardo/sdk/plugin"
@@ -102,13 +104,55 @@ type rawConfig struct {
 	OnSummaryError        string  `json:"on_summary_error"`
 	CacheLifetime         string  `json:"cache_lifetime"`
 
-	TargetTokens       *int     `json:"target_tokens"`
-	LimitTokens        *int     `json:"limit_tokens"`
-	HorizonRequests    *int     `json:"horizon_requests"`
+	TargetTokens    *int `json:"target_tokens"`
+	LimitTokens     *int `json:"limit_tokens"`
+	HorizonRequests *int `json:"horizon_requests"`
+	rawPrices
+	// Prices lists price overrides by the caller's model: the first entry
+	// one of whose models globs matches it is laid over the prices above.
+	Prices []struct {
+		Models []string `json:"models"`
+		rawPrices
+	} `json:"prices"`
+}
+
+// rawPrices are the price keys, relative to the caller's model's input
+// price.
+type rawPrices struct {
 	CacheReadPrice     *float64 `json:"cache_read_price"`
 	CacheWritePrice    *float64 `json:"cache_write_price"`
 	SummaryInputPrice  *float64 `json:"summary_input_price"`
 	SummaryOutputPrice *float64 `json:"summary_output_price"`
+}
+
+// over returns base with the prices rp sets laid over it, checked.
+func (rp *rawPrices) over(base prices) (prices, error) {
+	p := base
+	for _, f := range []struct {
+		dst *float64
+		src *float64
+	}{{&p.cacheRead, rp.CacheReadPrice}, {&p.cacheWrite, rp.CacheWritePrice},
+		{&p.summaryInput, rp.SummaryInputPrice}, {&p.summaryOutput, rp.SummaryOutputPrice}} {
+		if f.src != nil {
+			*f.dst = *f.src
+		}
+	}
+	switch {
+	case p.cacheRead <= 0 || p.cacheRead > 1:
+		return p, fmt.Errorf("cache_read_price = %g: want a fraction of the input price, in (0, 1]", p.cacheRead)
+	case p.cacheWrite < 1:
+		return p, fmt.Errorf("cache_write_price = %g: want at least 1 (the input price)", p.cacheWrite)
+	case p.summaryInput < 0 || p.summaryOutput < 0:
+		return p, errors.New("summary_input_price and summary_output_price must be >= 0")
+	}
+	return p, nil
+}
+
+// modelPrices are the prices for callers whose model matches one of globs
+// (path.Match syntax: "gpt-4o*").
+type modelPrices struct {
+	globs []string
+	price prices
 }
 
 type config struct {
@@ -117,6 +161,7 @@ type config struct {
 	limit         int           // over this, fold whatever it costs
 	horizon       int           // the most further requests a saving is counted over
 	price         prices        // relative to the caller's model's input token
+	byModel       []modelPrices // overrides by the caller's model, first match wins
 	lifetime      time.Duration // the provider's cache lifetime for requests without breakpoints
 	chunk         int           // summarise in chunks of at least this many tokens
 	keepRecent    int           // the last turns always kept verbatim
@@ -202,15 +247,27 @@ func parseConfig(rc *rawConfig) (config, error) {
 	set(&c.target, rc.TargetTokens)
 	set(&c.limit, rc.LimitTokens)
 	set(&c.horizon, rc.HorizonRequests)
-	setPrice := func(dst *float64, src *float64) {
-		if src != nil {
-			*dst = *src
-		}
+	price, err := rc.over(c.price)
+	if err != nil {
+		return c, err
 	}
-	setPrice(&c.price.cacheRead, rc.CacheReadPrice)
-	setPrice(&c.price.cacheWrite, rc.CacheWritePrice)
-	setPrice(&c.price.summaryInput, rc.SummaryInputPrice)
-	setPrice(&c.price.summaryOutput, rc.SummaryOutputPrice)
+	c.price = price
+	for i := range rc.Prices {
+		e := &rc.Prices[i]
+		if len(e.Models) == 0 {
+			return c, fmt.Errorf("prices[%d]: models is empty", i)
+		}
+		for _, g := range e.Models {
+			if _, err := path.Match(g, ""); err != nil {
+				return c, fmt.Errorf("prices[%d]: models glob %q: %w", i, g, err)
+			}
+		}
+		p, err := e.over(c.price)
+		if err != nil {
+			return c, fmt.Errorf("prices[%d] (%s): %w", i, strings.Join(e.Models, ", "), err)
+		}
+		c.byModel = append(c.byModel, modelPrices{globs: e.Models, price: p})
+	}
 	if rc.Subsystem != nil {
 		c.subsystem = *rc.Subsystem
 	}
@@ -237,12 +294,6 @@ func parseConfig(rc *rawConfig) (config, error) {
 		return c, fmt.Errorf("limit_tokens = %d: at least budget_tokens (%d)", c.limit, c.budget)
 	case c.horizon < 0:
 		return c, errors.New("horizon_requests must be >= 0")
-	case c.price.cacheRead <= 0 || c.price.cacheRead > 1:
-		return c, fmt.Errorf("cache_read_price = %g: want a fraction of the input price, in (0, 1]", c.price.cacheRead)
-	case c.price.cacheWrite < 1:
-		return c, fmt.Errorf("cache_write_price = %g: want at least 1 (the input price)", c.price.cacheWrite)
-	case c.price.summaryInput < 0 || c.price.summaryOutput < 0:
-		return c, errors.New("summary_input_price and summary_output_price must be >= 0")
 	}
 	if rc.TTL != "" {
 		d, err := time.ParseDuration(rc.TTL)
@@ -268,6 +319,19 @@ func parseConfig(rc *rawConfig) (config, error) {
 	return c, nil
 }
 
+// pricesFor returns the prices for a caller asking for model: the first
+// override whose glob matches it, or the defaults.
+func (c *config) pricesFor(model string) prices {
+	for _, m := range c.byModel {
+		for _, g := range m.globs {
+			if ok, _ := path.Match(g, model); ok {
+				return m.price
+			}
+		}
+	}
+	return c.price
+}
+
 func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	r := &req.Request
 	msgs := r.Messages
@@ -287,12 +351,13 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 		return skip(ReasonNoSplit)
 	}
 
+	caller := r.Model
+	if caller == "" {
+		caller = req.Meta.Model
+	}
 	model := cfg.model
 	if model == "" {
-		model = r.Model
-	}
-	if model == "" {
-		model = req.Meta.Model
+		model = caller
 	}
 	s := summariser{cfg: cfg, model: model}
 	keys := chunkKeys(s.seed(), msgs, p.ends, len(p.ends))
@@ -319,7 +384,7 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 			if cold {
 				fresh = removed + kept
 			}
-			net = cfg.price.net(fold{
+			net = cfg.pricesFor(caller).net(fold{
 				removed:  removed,
 				summary:  summaryTokens(msgs, p.split(k), 4*cfg.summaryMax),
 				kept:     kept,

@@ -408,6 +408,22 @@ func TestConfig(t *testing.T) {
 		c.price != (prices{cacheRead: 0.1, cacheWrite: 1.25, summaryInput: 1, summaryOutput: 5}) {
 		t.Fatalf("defaults: %+v", c)
 	}
+	// Prices by the caller's model: the first matching entry, laid over
+	// the top-level prices.
+	c = mustConfig(t, `{"summary_output_price":4.5,"prices":[
+		{"models":["gpt-4o-mini*","gpt-4o"],"cache_read_price":0.5,"cache_write_price":1,"summary_output_price":4},
+		{"models":["gpt-*"],"cache_read_price":0.25}]}`)
+	for model, want := range map[string]prices{
+		"gpt-4o":            {cacheRead: 0.5, cacheWrite: 1, summaryInput: 1, summaryOutput: 4},
+		"gpt-4o-mini":       {cacheRead: 0.5, cacheWrite: 1, summaryInput: 1, summaryOutput: 4},
+		"gpt-4.1":           {cacheRead: 0.25, cacheWrite: 1.25, summaryInput: 1, summaryOutput: 4.5},
+		"claude-sonnet-4-5": {cacheRead: 0.1, cacheWrite: 1.25, summaryInput: 1, summaryOutput: 4.5},
+		"":                  {cacheRead: 0.1, cacheWrite: 1.25, summaryInput: 1, summaryOutput: 4.5},
+	} {
+		if got := c.pricesFor(model); got != want {
+			t.Errorf("prices for %q: %+v, want %+v", model, got, want)
+		}
+	}
 	// The target and the limit follow the budget unless set.
 	if c := mustConfig(t, `{"budget_tokens":150000}`); c.target != 75000 || c.limit != 150000 {
 		t.Fatalf("target %d, limit %d", c.target, c.limit)
@@ -447,6 +463,10 @@ func TestConfig(t *testing.T) {
 		`{"cache_write_price":0.5}`,
 		`{"summary_input_price":-1}`,
 		`{"summary_output_price":-1}`,
+		`{"prices":[{"models":[],"cache_read_price":0.5}]}`,
+		`{"prices":[{"models":["gpt-["],"cache_read_price":0.5}]}`,
+		`{"prices":[{"models":["gpt-4o*"],"cache_read_price":2}]}`,
+		`{"prices":[{"models":["gpt-4o*"],"cache_reads":0.5}]}`,
 	} {
 		if _, err := decodeConfig([]byte(bad)); err == nil {
 			t.Errorf("%s: accepted", bad)

@@ -117,10 +117,20 @@ func gpt4o(b fakeupstream.Bill) float64 {
 	return 2.5*float64(b.Input) + 1.25*float64(b.CacheRead) + 10*float64(b.Output)
 }
 
-// gpt4oTOML prices the layer as gpt-4o is billed: cached input at half the
-// input price, no write surcharge, the summariser (the caller's own model)
-// writing at 4× input.
-const gpt4oTOML = "cache_read_price = 0.5\ncache_write_price = 1\nsummary_output_price = 4\n"
+// gpt4oTOML prices the layer for gpt-4o callers as gpt-4o is billed:
+// cached input at half the input price, no write surcharge, the summariser
+// (the caller's own model) writing at 4× input. It must come last in the
+// layer's config (a table of its own).
+const gpt4oTOML = `
+[[layer.config.prices]]
+models = ["claude-*"]
+cache_read_price = 0.1
+[[layer.config.prices]]
+models = ["gpt-4o", "gpt-4o-2024-*"]
+cache_read_price = 0.5
+cache_write_price = 1
+summary_output_price = 4
+`
 
 // coldReplay sends the session as an OpenAI caller does (the provider's
 // automatic prefix cache, no breakpoints) to the fake directly or through
