@@ -127,7 +127,7 @@ var (
 func init() {
 	plugin.RegisterLayer(plugin.Layer{
 		Name:       "semcache",
-		Version:    "1.0.0",
+		Version:    "2.0.0",
 		Phases:     wire.PhaseRequest | wire.PhaseResponse | wire.PhaseStream,
 		Reads:      wire.PartAll,
 		Init:       initConfig,
