@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bardoinference/bardo/host/dialect/anthropic"
 	"github.com/bardoinference/bardo/host/kvstore"
+	"github.com/bardoinference/bardo/host/loadtest"
 	"github.com/bardoinference/bardo/host/sandbox"
 	"github.com/bardoinference/bardo/host/testkit/fixtures"
 	"github.com/bardoinference/bardo/host/testkit/layertest"
@@ -35,7 +37,12 @@ func benchRequests() map[string]*wire.Request {
 		" Contact bob@example.org or (415) 555-2671, card 4111 1111 1111 1111, host 10.20.30.40."
 	words := strings.Repeat("With volatility elevated a drawdown would bring it near liquidation while gas costs stay low. ", 200)[:16384]
 	numClean := strings.Repeat(prose, 16384/len(prose)+1)[:16384]
+	cc, err := anthropic.DecodeRequest(loadtest.ClaudeCode("Fix the failing test in store_test.go", true))
+	if err != nil {
+		panic(err)
+	}
 	return map[string]*wire.Request{
+		"85KB-claude-code": cc,
 		"16KB-clean": {Model: "gpt-4o-mini", Messages: []wire.Message{{Role: "user", Content: []wire.Block{{Type: wire.BlockText, Text: numClean}}}}},
 		"16KB-words": {Model: "gpt-4o-mini", Messages: []wire.Message{{Role: "user", Content: []wire.Block{{Type: wire.BlockText, Text: words}}}}},
 		"4KB-clean":  clean,
@@ -55,7 +62,7 @@ func loadPII(b *testing.B) *sandbox.Plugin {
 func BenchmarkRequest(b *testing.B) {
 	p := loadPII(b)
 	reqs := benchRequests()
-	for _, name := range []string{"4KB-clean", "4KB-pii", "16KB-pii", "16KB-clean", "16KB-words"} {
+	for _, name := range []string{"4KB-clean", "4KB-pii", "16KB-pii", "16KB-clean", "16KB-words", "85KB-claude-code"} {
 		req := reqs[name]
 		b.Run(name, func(b *testing.B) {
 			meta := wire.Meta{RequestID: "req_bench", Tenant: "bench", Dialect: wire.DialectOpenAI, Model: req.Model}
