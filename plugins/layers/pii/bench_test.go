@@ -43,11 +43,11 @@ func benchRequests() map[string]*wire.Request {
 	}
 	return map[string]*wire.Request{
 		"85KB-claude-code": cc,
-		"16KB-clean": {Model: "gpt-4o-mini", Messages: []wire.Message{{Role: "user", Content: []wire.Block{{Type: wire.BlockText, Text: numClean}}}}},
-		"16KB-words": {Model: "gpt-4o-mini", Messages: []wire.Message{{Role: "user", Content: []wire.Block{{Type: wire.BlockText, Text: words}}}}},
-		"4KB-clean":  clean,
-		"4KB-pii":    withPII,
-		"16KB-pii":   {Model: "gpt-4o-mini", Messages: []wire.Message{{Role: "user", Content: []wire.Block{{Type: wire.BlockText, Text: big}}}}},
+		"16KB-clean":       {Model: "gpt-4o-mini", Messages: []wire.Message{{Role: "user", Content: []wire.Block{{Type: wire.BlockText, Text: numClean}}}}},
+		"16KB-words":       {Model: "gpt-4o-mini", Messages: []wire.Message{{Role: "user", Content: []wire.Block{{Type: wire.BlockText, Text: words}}}}},
+		"4KB-clean":        clean,
+		"4KB-pii":          withPII,
+		"16KB-pii":         {Model: "gpt-4o-mini", Messages: []wire.Message{{Role: "user", Content: []wire.Block{{Type: wire.BlockText, Text: big}}}}},
 	}
 }
 
