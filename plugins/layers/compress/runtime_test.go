@@ -243,10 +243,10 @@ func TestRuntimeSummariserFailure(t *testing.T) {
 // BenchmarkLayerCall measures one request-phase call under the real
 // runtime (trusted): on the shared 4 KB agent request, under budget (the
 // common case); on the 57-turn session under the default budget (nothing
-// to do, but 34 KB of conversation to read); and on the session over
-// budget with its summary already stored (the steady state of a long
-// conversation: hash the summarised turns, one kv read, the patched
-// conversation back to the host).
+// to do, but 34 KB of conversation to read); on the session over budget
+// with its summary already stored (a folded conversation: hash the
+// chunks, kv reads from the newest, the patched conversation back to the
+// host); and over budget with a fold priced out.
 func BenchmarkLayerCall(b *testing.B) {
 	s := agentSession()
 	for _, bc := range []struct {
@@ -257,6 +257,11 @@ func BenchmarkLayerCall(b *testing.B) {
 		{"agent4KB-under-budget", `{}`, fixtures.AgentRequest(), StatusSkipped},
 		{"session34KB-under-budget", `{}`, sessionReq(s, s.Msgs), StatusSkipped},
 		{"session34KB-cached", sessionConfig, sessionReq(s, s.Msgs), StatusCached},
+		// Over budget at the default (cached) prices: every chunk hashed,
+		// the store searched in vain, the last-seen entry written, the fold
+		// priced and declined — the steady state of a long conversation
+		// under a warm cache.
+		{"session34KB-unprofitable", `{"budget_tokens":5000,"chunk_tokens":1200,"summary_max_tokens":300}`, sessionReq(s, s.Msgs), StatusSkipped},
 	} {
 		b.Run(bc.name+"/trusted", func(b *testing.B) {
 			r := newRig(b, bc.config)
