@@ -486,7 +486,16 @@ func (ix *Index) rebuild(t *tenant, gen uint64, snap []*node, seed int64) {
 				done = true
 				return
 			}
-			backlog = t.pending
+			// Nodes whose last entry already went need no place in the new
+			// graph (they would only be its tombstones): a tenant churning
+			// through short-lived entries otherwise replays its whole insert
+			// stream, the last of it under this lock.
+			backlog = t.pending[:0]
+			for _, n := range t.pending {
+				if t.byKey[n.key] == n {
+					backlog = append(backlog, n)
+				}
+			}
 			t.pending = nil
 			if len(backlog) <= catchUpMax || round >= maxCatchUpRounds {
 				for _, n := range backlog {
@@ -506,8 +515,9 @@ func (ix *Index) rebuild(t *tenant, gen uint64, snap []*node, seed int64) {
 }
 
 // installLocked swaps in a freshly built graph. It holds every node live at
-// snapshot time plus every node added since, hence every live node; the
-// rest are nodes whose last entry went meanwhile, now its tombstones.
+// snapshot time plus every node added since that was still live when
+// replayed (nodes never come back), hence every live node; the rest are
+// snapshot nodes whose last entry went meanwhile, now its tombstones.
 func (ix *Index) installLocked(t *tenant, g *hnsw.Graph[uint64]) {
 	oldNodes := 0
 	if t.graph != nil {
