@@ -77,7 +77,7 @@ func (g *Gateway) Complete(ctx context.Context, tenant string, c sandbox.Complet
 			}
 			began := time.Now()
 			out := g.attempt(ctx, p, x, pr, route)
-			g.record(route.Provider, out, time.Since(began))
+			g.record(route.Provider, out, time.Since(began), try > 0)
 			if out.resp != nil || out.local != nil {
 				resp, werr := g.completeResponse(ctx, p, pr, route, x, out)
 				if werr != nil {

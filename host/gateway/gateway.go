@@ -187,7 +187,7 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 			}
 			began := time.Now()
 			out := g.attempt(rctx, p, x, pr, route)
-			g.record(route.Provider, out, time.Since(began))
+			g.record(route.Provider, out, time.Since(began), try > 0)
 			switch {
 			case out.local != nil:
 				setRoute(ctx, route, tried)

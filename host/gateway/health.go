@@ -18,8 +18,10 @@ func (g *Gateway) allow(provider string) bool {
 
 // record feeds one attempt's outcome to the health tracker. A response
 // counts as a success once its first byte (or first stream event) is in;
-// the failures are classified as the upstream reported them.
-func (g *Gateway) record(provider string, out attemptOutcome, took time.Duration) {
+// the failures are classified as the upstream reported them. retry marks
+// the same-provider retry of a request's failed attempt: its failure is
+// the same request's, not new evidence (health.Outcome.Retry).
+func (g *Gateway) record(provider string, out attemptOutcome, took time.Duration, retry bool) {
 	if g.Health == nil {
 		return
 	}
@@ -34,7 +36,7 @@ func (g *Gateway) record(provider string, out attemptOutcome, took time.Duration
 		// will fail the same way, so it counts against the provider.
 		k = health.Server
 	}
-	g.Health.Record(provider, health.Outcome{Kind: k, Latency: took, RetryAfter: retryAfter(out.err)})
+	g.Health.Record(provider, health.Outcome{Kind: k, Latency: took, RetryAfter: retryAfter(out.err), Retry: retry})
 }
 
 // direct reports whether provider uses the caller's own key.

@@ -649,8 +649,11 @@ func (b *Backend) record(now int64, o Outcome, e *events) {
 		return
 	}
 	// A failure. Only connection failures make a run: a 5xx or a timeout
-	// may be the request's own doing, so they need the window's evidence.
-	b.win.add(now, o.Kind, 0)
+	// may be the request's own doing, so they need the window's evidence,
+	// counted once per request.
+	if !o.Retry {
+		b.win.add(now, o.Kind, 0)
+	}
 	switch o.Kind {
 	case Connect:
 		b.consec++

@@ -204,28 +204,44 @@ func TestErrorRateRule(t *testing.T) {
 // a rate above the threshold.
 func TestFewBadRequestsDoNotTrip(t *testing.T) {
 	tr, _, log := newTracker(t, nil)
+	retry := Outcome{Kind: Server, Latency: time.Millisecond, Retry: true}
 	for range 3 {
 		tr.Record("or", fail(Server))
-		tr.Record("or", fail(Server)) // the same-backend retry
+		tr.Record("or", retry) // the same-backend retry: the same request
 	}
 	if !tr.Available("or") || len(log.all()) != 0 {
 		t.Fatalf("out after three bad requests: %+v", log.all())
 	}
-	// Nor among a little other traffic: 4 failed requests (8 attempts) of
-	// 24 attempts is 33 %, but 8 failures are not enough evidence.
-	for range 16 {
+	// Nor among a little other traffic: 9 failed requests (18 attempts)
+	// among 30 requests is 30 %, but 9 failed requests are not enough
+	// evidence.
+	for range 21 {
 		tr.Record("or", ok(10))
 	}
-	tr.Record("or", fail(Server))
-	tr.Record("or", fail(Server))
-	if !tr.Available("or") {
-		t.Fatal("out after 8 failures")
+	for range 6 {
+		tr.Record("or", fail(Server))
+		tr.Record("or", retry)
 	}
-	// A backend failing everything is still taken out: 10 failures.
-	tr.Record("or", fail(Server))
+	if s, _ := tr.Get("or"); !tr.Available("or") || s.Errors != 9 || s.Samples != 30 {
+		t.Fatalf("out after 9 failed requests: %+v", s)
+	}
+	// A backend failing everything is still taken out: the tenth.
 	tr.Record("or", fail(Server))
 	if tr.Available("or") {
-		t.Fatal("available after 10 failures in 26")
+		t.Fatal("available after 10 failed requests in 31")
+	}
+	// Without the Retry mark each attempt is evidence: 5 requests, tried
+	// twice, are 10 failures.
+	tr2, _, _ := newTracker(t, nil)
+	for range 10 {
+		tr2.Record("x", ok(10))
+		tr2.Record("x", ok(10))
+	}
+	for range 10 {
+		tr2.Record("x", fail(Server))
+	}
+	if tr2.Available("x") {
+		t.Fatal("available after 10 failed attempts in 30")
 	}
 }
 

@@ -81,6 +81,12 @@ type Outcome struct {
 	RetryAfter time.Duration
 	// Probe marks an active health probe's outcome (set by Prober).
 	Probe bool
+	// Retry marks the same-backend retry of a request whose previous
+	// attempt failed. Its failure is that request's second, not new
+	// evidence: it enters neither the error rate nor the failure count (a
+	// connection failure still extends a run, since each dial is a fresh
+	// test). Its success counts like any.
+	Retry bool
 }
 
 // Classify maps an HTTP status and transport error to a Kind. A non-nil
