@@ -47,14 +47,16 @@ type LivenessConfig struct {
 	Interval time.Duration
 	// Timeout is the longest a canary may take [DefaultLivenessTimeout]:
 	// far above a healthy run (microseconds; a borrowed plugin instance
-	// waits at most for one layer call), so a busy machine does not flap.
+	// waits at most for one layer call), so an overloaded machine, whose
+	// requests queue for instances for seconds, is not restarted by its
+	// orchestrator for being busy: a liveness failure should mean wedged.
 	Timeout time.Duration
 }
 
 // Liveness defaults.
 const (
 	DefaultLivenessInterval = 2 * time.Second
-	DefaultLivenessTimeout  = 5 * time.Second
+	DefaultLivenessTimeout  = 10 * time.Second
 )
 
 type canary struct {
