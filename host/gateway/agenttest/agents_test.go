@@ -24,6 +24,10 @@ type agent struct {
 	// readFile is the magic phrase that makes the fake upstream answer with
 	// the agent's own file-reading tool call for path.
 	readFile func(path string) string
+	// coreTools are the tools the agent cannot work without: no layer may
+	// withhold them from the model (issue 11: toolprune dropped Edit and
+	// Write).
+	coreTools []string
 }
 
 // session is one agent pointed at one gateway, in one working directory.
@@ -299,6 +303,25 @@ func decode(b []byte) any {
 func checkFidelity(t *testing.T, s *session) {
 	t.Run("upstream-equals-client", func(t *testing.T) {
 		checkForwarded(t, s.e.fr.exchanges(), s.e.fake.Requests())
+	})
+	t.Run("core-tools-kept", func(t *testing.T) {
+		for i, u := range s.e.fake.Requests() {
+			var body struct {
+				Tools []any `json:"tools"`
+			}
+			if json.Unmarshal(u.Body, &body) != nil || len(body.Tools) == 0 {
+				continue // a side request without tools (opencode's title)
+			}
+			have := map[string]bool{}
+			for _, tl := range body.Tools {
+				have[toolName(tl)] = true
+			}
+			for _, name := range s.a.coreTools {
+				if !have[name] {
+					t.Errorf("upstream request #%d lacks the agent's core tool %q (it got %d tools)", i, name, len(body.Tools))
+				}
+			}
+		}
 	})
 	t.Run("no-network", func(t *testing.T) {
 		if seen := s.e.esc.seen(); len(seen) > 0 {

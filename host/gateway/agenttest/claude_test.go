@@ -44,6 +44,7 @@ var claudeCode = agent{
 	readFile: func(path string) string {
 		return `fake:tool=Read fake:args={"file_path":"` + path + `"}`
 	},
+	coreTools: []string{"Bash", "Edit", "Read", "Write"},
 }
 
 // TestClaudeCode drives Claude Code (`claude -p`) through the shipped

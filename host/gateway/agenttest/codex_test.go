@@ -56,6 +56,7 @@ wire_api = "chat"
 	readFile: func(path string) string {
 		return `fake:tool=shell fake:args={"command":["cat","` + path + `"]}`
 	},
+	coreTools: []string{"shell"},
 }
 
 // TestCodex drives Codex 0.58 (`codex exec`) through the shipped pipeline to

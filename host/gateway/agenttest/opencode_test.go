@@ -92,6 +92,7 @@ var opencodeBase = agent{
 	readFile: func(path string) string {
 		return `fake:tool=read fake:args={"filePath":"` + path + `"}`
 	},
+	coreTools: []string{"bash", "edit", "read", "write"},
 }
 
 // opencodeConfigHome is an XDG config home whose opencode directory already
