@@ -369,20 +369,6 @@ func checkForwarded(t *testing.T, ex []exchange, up []fakeupstream.Recorded) {
 	t.Logf("%d of %d client requests reached the upstream and were compared", paired, len(ex))
 }
 
-func stripCacheControl(v any) {
-	switch x := v.(type) {
-	case map[string]any:
-		delete(x, "cache_control")
-		for _, e := range x {
-			stripCacheControl(e)
-		}
-	case []any:
-		for _, e := range x {
-			stripCacheControl(e)
-		}
-	}
-}
-
 func capList(s []string, n int) []string {
 	if len(s) <= n {
 		return s
