@@ -104,11 +104,14 @@ func gatewayError(x exchange) string {
 	if x.Status != 200 {
 		return body
 	}
-	if i := strings.Index(body, "event: error"); i >= 0 {
-		return body[i:]
-	}
-	if i := strings.Index(body, `"error":`); i >= 0 && strings.HasPrefix(strings.TrimSpace(body), "data:") {
-		return body[max(0, i-20):]
+	// An Anthropic stream's error event, or an OpenAI stream's error chunk:
+	// both at the start of a line, where no content can put them.
+	for i, line := range strings.SplitAfter(body, "\n") {
+		for _, marker := range []string{"event: error", `data: {"error":`, `data: {"type":"error"`} {
+			if strings.HasPrefix(line, marker) {
+				return strings.Join(strings.SplitAfter(body, "\n")[i:], "")
+			}
+		}
 	}
 	return ""
 }

@@ -58,3 +58,16 @@ func TestCompareForwarded(t *testing.T) {
 		})
 	}
 }
+
+// A stream's error is found at the start of a line, never inside content.
+func TestGatewayError(t *testing.T) {
+	for body, want := range map[string]bool{
+		"event: message_start\ndata: {}\n\nevent: error\ndata: {\"type\":\"error\"}\n\n":                        true,
+		"data: {\"choices\":[]}\n\ndata: {\"error\":{\"message\":\"x\"}}\n\n":                                   true,
+		"data: {\"choices\":[{\"delta\":{\"content\":\"event: error \\\"error\\\": x\"}}]}\n\ndata: [DONE]\n\n": false,
+	} {
+		if got := gatewayError(exchange{Status: 200, RespBody: []byte(body)}) != ""; got != want {
+			t.Errorf("%q: error found %v, want %v", body, got, want)
+		}
+	}
+}
