@@ -326,6 +326,20 @@ func checkFidelity(t *testing.T, s *session) {
 			}
 		}
 	})
+	t.Run("no-layer-skipped", func(t *testing.T) {
+		// Every shipped layer ran on every request: none failed, timed
+		// out or was skipped (issue 11: layers failing on a busy machine).
+		for i, x := range s.e.fr.exchanges() {
+			if d := x.RespHeader.Get("X-Bardo-Degraded"); strings.Contains(d, "layer") {
+				t.Errorf("request %d (%s): X-Bardo-Degraded %q", i, x.Path, d)
+			}
+		}
+		for _, l := range strings.Split(s.e.gw.LogLines.String(), "\n") {
+			if strings.Contains(l, `msg="layer failed"`) {
+				t.Errorf("gateway: %s", truncate(l, 400))
+			}
+		}
+	})
 	t.Run("no-network", func(t *testing.T) {
 		if seen := s.e.esc.seen(); len(seen) > 0 {
 			t.Errorf("the agent tried to reach the network: %v", seen)
