@@ -56,7 +56,7 @@ type LivenessConfig struct {
 // Liveness defaults.
 const (
 	DefaultLivenessInterval = 2 * time.Second
-	DefaultLivenessTimeout  = 10 * time.Second
+	DefaultLivenessTimeout  = 8 * time.Second
 )
 
 type canary struct {
