@@ -206,18 +206,14 @@ func TestUpstreamDropsIdleConnections(t *testing.T) {
 // TestHealthzFalseWhileRequestsCannotBeServed: a layer whose only instance
 // is held (as by a lock a panic left held, or a stuck plugin) stops every
 // request behind it; /healthz must then say the gateway cannot serve, and
-// say it can again once the requests flow.
-//
-// /healthz answers 200 whatever the gateway's state until issue 11's
-// liveness fix lands (host/server, another part of the issue): until then
-// the test runs only with BARDO_LOAD_PENDING=1, and fails.
+// say it can again once the requests flow. Before the liveness fix it
+// answered 200 throughout.
+// The liveness canaries (host/server) report a stuck pool within about 10 s;
+// the instance is held for 20.
 func TestHealthzFalseWhileRequestsCannotBeServed(t *testing.T) {
-	if os.Getenv("BARDO_LOAD_PENDING") == "" {
-		t.Skip("pending issue 11's /healthz fix; BARDO_LOAD_PENDING=1 runs it")
-	}
 	fake := fakeupstream.New(fakeupstream.WithAPIKey(testgateway.FakeUpstreamKey))
 	t.Cleanup(fake.Close)
-	const hold = 15 * time.Second
+	const hold = 20 * time.Second
 	g := startShipped(t, fake.URL(), func(layers string) string {
 		return `
 [[layer]]
