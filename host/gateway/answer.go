@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -62,6 +63,7 @@ func (g *Gateway) answerLocal(ctx *fasthttp.RequestCtx, rctx context.Context, he
 		done := held.handOff()
 		ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
 			defer done()
+			defer func() { g.streamPanicked(w, x, recover()) }()
 			enc := codecFor(x.Meta.Dialect).NewStreamEncoder(x.Req)
 			out, werr := p.StreamPhase(rctx, x, evs, true)
 			if werr != nil {
@@ -184,6 +186,11 @@ func (s *streamer) close() {
 // upstream call.
 func (s *streamer) run(w *bufio.Writer) {
 	defer s.close()
+	defer func() {
+		if s.g.streamPanicked(w, s.x, recover()) {
+			s.broken = true
+		}
+	}()
 	passthrough := s.upDialect == s.x.Meta.Dialect && !s.p.HasStreamLayers()
 	var (
 		dec    streamDecoder
@@ -297,6 +304,22 @@ func (s *streamer) run(w *bufio.Writer) {
 			return
 		}
 	}
+}
+
+// streamPanicked contains a panic (r, from recover) in a stream writer:
+// fasthttp runs writers on goroutines of their own, outside the server's
+// recover, where a panic would end the process. The caller gets an error
+// event; it reports whether there was a panic.
+func (g *Gateway) streamPanicked(w *bufio.Writer, x *pipeline.Exchange, r any) bool {
+	if r == nil {
+		return false
+	}
+	g.Log.Error("panic writing a stream", "request_id", x.Meta.RequestID, "panic", r, "stack", string(debug.Stack()))
+	ev := wire.Event{Type: wire.EventError, Error: &wire.Error{Status: 500, Kind: wire.ErrInternal,
+		Message: "the gateway hit an internal error writing this stream; it has been logged"}}
+	w.Write(codecFor(x.Meta.Dialect).NewStreamEncoder(x.Req).Encode(nil, &ev))
+	w.Flush()
+	return true
 }
 
 type upstreamEvent struct {
