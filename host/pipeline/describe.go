@@ -29,7 +29,8 @@ const describeTimeout = 5 * time.Second
 
 // resolveTimeout bounds one resolve() call, waiting for an instance
 // included: a provider that cannot answer in time does not serve the
-// intent, and the walk goes on.
+// intent, and the walk goes on. (A trusted plugin's call, once started,
+// cannot be cut: its answer is kept, its lateness counted; docs/abi.md.)
 const resolveTimeout = 250 * time.Millisecond
 
 // describe reads the plugin's self-description, when it exports one.
