@@ -123,6 +123,9 @@ func TestKeyNormalization(t *testing.T) {
 			r.Extra = []byte(`{"metadata":{"user_id":"u1"},"user":"u2","stream_options":{"include_usage":true}}`)
 		},
 		"stream flag": func(r *wire.Request) { r.Stream = true },
+		"nested cache_control": func(r *wire.Request) {
+			r.Messages[0].Extra = []byte(`{"cache_control":{"type":"ephemeral"}}`)
+		},
 	}
 	for name, f := range same {
 		r := baseRequest()
@@ -154,6 +157,11 @@ func TestKeyNormalization(t *testing.T) {
 		"more turns": func(r *wire.Request) {
 			r.Messages = append(r.Messages, assistant(text("1.8")), user(text("and now?")))
 		},
+		// Members the canonical model does not name (ABI v1.4 Extra) may
+		// change the answer at every level, not only the top one.
+		"block extra":   func(r *wire.Request) { r.Messages[0].Content[0].Extra = []byte(`{"citations":{"enabled":true}}`) },
+		"message extra": func(r *wire.Request) { r.Messages[0].Extra = []byte(`{"name_hint":"ops"}`) },
+		"tool extra":    func(r *wire.Request) { r.Tools[0].Extra = []byte(`{"strict":true}`) },
 		"text moved between blocks": func(r *wire.Request) {
 			r.Messages[0].Content = []wire.Block{text("What is the health factor"), text("of my Aave position?")}
 		},

@@ -29,7 +29,7 @@ const (
 
 // keyVersion starts the canonical string; change it whenever the canonical
 // form changes, so old entries stop matching instead of matching wrongly.
-const keyVersion = "hashcache/1"
+const keyVersion = "hashcache/2"
 
 // smallRaw is the size up to which opaque payloads (images, documents,
 // unknown blocks) are hashed inline; larger ones are replaced by their own
@@ -410,6 +410,7 @@ func (k *keyBuilder) build(req *wire.Request) []byte {
 			k.buf = k.n.text(k.buf, m.Name)
 		}
 		k.blocks(m.Content)
+		k.nested(m.Extra)
 	}
 	k.msgEnd = len(k.buf)
 
@@ -526,6 +527,7 @@ func (k *keyBuilder) block(b *wire.Block) {
 			k.buf = k.n.text(k.buf, b.Text)
 		}
 	}
+	k.nested(b.Extra)
 }
 
 // tools appends the tool definitions in name order: the order in which tools
@@ -558,7 +560,29 @@ func (k *keyBuilder) tools(ts []wire.Tool) {
 		k.buf = k.n.text(k.buf, t.Description)
 		k.buf = append(k.buf, sepField)
 		k.buf = k.n.text(k.buf, bstr(t.Schema))
+		k.nested(t.Extra)
 	}
+}
+
+// nested appends the members of a message, block or tool that the canonical
+// model does not name (ABI v1.4 Extra: a document's citations, a tool's
+// strict flag or defer_loading, a server tool's configuration). Any of them
+// may change the answer, so they are part of the key; cache_control is the
+// exception, as everywhere: a breakpoint moves from turn to turn and says
+// nothing about the answer.
+func (k *keyBuilder) nested(extra []byte) {
+	if len(extra) == 0 {
+		return
+	}
+	jsonscan.EachMember(extra, func(key, val []byte) {
+		if string(key) == "cache_control" {
+			return
+		}
+		k.buf = append(k.buf, sepField, 'x')
+		k.buf = k.n.text(k.buf, bstr(key))
+		k.buf = append(k.buf, sepField)
+		k.buf = k.n.text(k.buf, bstr(val))
+	})
 }
 
 // params appends the sampling and length parameters that change the answer.
