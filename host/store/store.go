@@ -1,0 +1,285 @@
+// Package store defines the gateway's durable state behind small interfaces:
+// accounts, API keys, the money ledger, usage records, consumed nonces and
+// windowed counters. Every method takes a context.Context and returns an
+// error, so the embedded SQLite implementation (host/store/sqlite) can be
+// joined later by PostgreSQL and Redis ones without touching callers.
+//
+// Money is an int64 count of micro-USD (1 USD = 1,000,000) everywhere; no
+// float ever holds an amount. README.md in this directory states the
+// ledger's invariants.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// MicroUSD is the number of micro-USD in one US dollar.
+const MicroUSD = 1_000_000
+
+// Errors every implementation returns (wrapped or not; test with errors.Is).
+var (
+	ErrNotFound            = errors.New("store: not found")
+	ErrExists              = errors.New("store: already exists")
+	ErrInsufficientFunds   = errors.New("store: insufficient funds")
+	ErrBudgetExceeded      = errors.New("store: budget exceeded")
+	ErrReservationReleased = errors.New("store: reservation already released")
+	ErrNonceUsed           = errors.New("store: nonce already used")
+	ErrInvalidAmount       = errors.New("store: invalid amount")
+	ErrAccountDisabled     = errors.New("store: account disabled")
+)
+
+// Tier is an account's feature tier; it selects the spread and gating.
+type Tier string
+
+// Tiers (spec: free / pro / golem).
+const (
+	TierFree  Tier = "free"
+	TierPro   Tier = "pro"
+	TierGolem Tier = "golem"
+)
+
+// Valid reports whether t is a known tier.
+func (t Tier) Valid() bool { return t == TierFree || t == TierPro || t == TierGolem }
+
+// Account holds a balance, a tier and (through Keys) its keys.
+type Account struct {
+	ID       string
+	Name     string
+	Tier     Tier
+	Balance  int64 // posted micro-USD: Σ amount of the account's ledger entries
+	Held     int64 // micro-USD held by open reservations: Σ held of its entries
+	Disabled bool
+	Created  time.Time
+}
+
+// Available is what a new reservation may take: Balance − Held, never < 0.
+func (a Account) Available() int64 { return a.Balance - a.Held }
+
+// Key is a stored API key. The secret itself is never stored: Hash is
+// HMAC-SHA256 of the whole token under the server secret (host/auth).
+type Key struct {
+	ID         string // the token's non-secret lookup prefix
+	AccountID  string
+	Name       string
+	Hash       []byte
+	ReadOnly   bool      // only models, count_tokens and balance
+	SpendLimit int64     // micro-USD over the key's life; 0 = none
+	Models     []string  // path.Match globs of allowed models; empty = all
+	CIDRs      []string  // allowed client networks; empty = any
+	Expires    time.Time // zero = never
+	Disabled   bool
+	Revoked    time.Time // zero = not revoked
+	Created    time.Time
+}
+
+// EntryKind names what a ledger entry records.
+type EntryKind string
+
+// Ledger entry kinds.
+const (
+	EntryTopUp      EntryKind = "topup"      // money in: Amount > 0
+	EntryAdjustment EntryKind = "adjustment" // operator correction with a reason, either sign
+	EntryHold       EntryKind = "hold"       // a reservation: Held > 0, Amount 0
+	EntryCharge     EntryKind = "charge"     // a settlement: Amount = −charged, Held = −reserved
+	EntryRelease    EntryKind = "release"    // a reservation given back: Held = −reserved
+)
+
+// Entry is one append-only ledger line. An account's Balance is the sum of
+// its entries' Amount and its Held the sum of their Held.
+type Entry struct {
+	Seq           int64
+	AccountID     string
+	Kind          EntryKind
+	Amount        int64 // change of Balance
+	Held          int64 // change of Held
+	ReservationID int64
+	RequestID     string
+	Reason        string
+	At            time.Time
+}
+
+// ReservationState is the lifecycle of a reservation: held, then exactly
+// one of settled or released.
+type ReservationState string
+
+// Reservation states.
+const (
+	Held     ReservationState = "held"
+	Settled  ReservationState = "settled"
+	Released ReservationState = "released"
+)
+
+// Budget caps the spend under a name the caller chooses, such as
+// "key:K:day:2026-11-26" or "acct:A:month:2026-11". A reservation counts
+// against every budget it names until it is settled (then its charge does)
+// or released.
+type Budget struct {
+	Name  string
+	Limit int64 // micro-USD
+}
+
+// ReserveRequest asks to hold Amount for one request.
+type ReserveRequest struct {
+	AccountID string
+	KeyID     string
+	RequestID string // unique per request: a second Reserve returns the first reservation
+	Amount    int64
+	Budgets   []Budget
+}
+
+// Reservation is money held for one request.
+type Reservation struct {
+	ID        int64
+	AccountID string
+	KeyID     string
+	RequestID string
+	Amount    int64
+	State     ReservationState
+	Charged   int64 // when settled
+	Shortfall int64 // when settled: actual cost that could not be charged
+	Created   time.Time
+}
+
+// Settlement is the result of Settle.
+type Settlement struct {
+	Reservation Reservation
+	// Replayed is true when the reservation had already been settled and
+	// this call changed nothing.
+	Replayed bool
+}
+
+// Usage is one request's record.
+type Usage struct {
+	ID               int64
+	RequestID        string
+	AccountID        string
+	KeyID            string
+	Model            string
+	Provider         string
+	InputTokens      int64
+	OutputTokens     int64
+	CacheReadTokens  int64
+	CacheWriteTokens int64
+	Cost             int64 // provider cost, micro-USD
+	Charge           int64 // what the caller paid, micro-USD
+	Savings          int64 // micro-USD
+	Cache            string
+	LatencyMicros    int64
+	Status           int
+	At               time.Time
+}
+
+// UsageQuery selects usage records newest first. Cursor is the Next of a
+// previous page (keyset pagination: cost independent of depth).
+type UsageQuery struct {
+	AccountID string
+	KeyID     string // optional
+	Model     string // optional
+	From, To  time.Time
+	Limit     int
+	Cursor    string
+}
+
+// UsagePage is one page of UsageQuery; Next is empty on the last page.
+type UsagePage struct {
+	Records []Usage
+	Next    string
+}
+
+// DailyUsage aggregates an account's usage over one UTC day.
+type DailyUsage struct {
+	Day          time.Time
+	Requests     int64
+	InputTokens  int64
+	OutputTokens int64
+	Cost         int64
+	Charge       int64
+	Savings      int64
+}
+
+// Accounts stores accounts.
+type Accounts interface {
+	CreateAccount(ctx context.Context, a Account) (Account, error)
+	Account(ctx context.Context, id string) (Account, error)
+	ListAccounts(ctx context.Context) ([]Account, error)
+	SetAccountTier(ctx context.Context, id string, t Tier) error
+	SetAccountDisabled(ctx context.Context, id string, disabled bool) error
+}
+
+// Keys stores API keys.
+type Keys interface {
+	CreateKey(ctx context.Context, k Key) error
+	Key(ctx context.Context, id string) (Key, error)
+	ListKeys(ctx context.Context, accountID string) ([]Key, error)
+	RevokeKey(ctx context.Context, id string, at time.Time) error
+	SetKeyDisabled(ctx context.Context, id string, disabled bool) error
+}
+
+// Ledger moves money. Each method is one database transaction.
+type Ledger interface {
+	// TopUp adds amount (> 0) with a reason.
+	TopUp(ctx context.Context, accountID string, amount int64, reason string) (Entry, error)
+	// Adjust adds delta (≠ 0, either sign) with a mandatory reason; it
+	// refuses to take Available below zero.
+	Adjust(ctx context.Context, accountID string, delta int64, reason string) (Entry, error)
+	// Reserve holds r.Amount, or fails with ErrInsufficientFunds or
+	// ErrBudgetExceeded. It is idempotent by r.RequestID.
+	Reserve(ctx context.Context, r ReserveRequest) (Reservation, error)
+	// Settle charges actual (capped so that the balance never goes below
+	// zero; the rest is recorded as Shortfall), releases the remainder and
+	// writes u (when not nil) as the request's usage record, all in one
+	// transaction. A second Settle returns the first result with Replayed.
+	Settle(ctx context.Context, reservationID int64, actual int64, u *Usage) (Settlement, error)
+	// Release gives a held reservation back. Releasing a released or
+	// settled reservation is a no-op returning it.
+	Release(ctx context.Context, reservationID int64) (Reservation, error)
+	// ReleaseOrphans releases every reservation still held that was created
+	// before the given time: the gateway calls it at start with its start
+	// time, since a killed process leaves its reservations held.
+	ReleaseOrphans(ctx context.Context, before time.Time) (int, error)
+	Reservation(ctx context.Context, id int64) (Reservation, error)
+	// Entries lists an account's entries with Seq > after, oldest first.
+	Entries(ctx context.Context, accountID string, after int64, limit int) ([]Entry, error)
+	// Audit checks the invariants of README.md for one account.
+	Audit(ctx context.Context, accountID string) error
+}
+
+// UsageLog stores usage records.
+type UsageLog interface {
+	// RecordUsage writes a record of a request that settled no
+	// reservation (free, direct or refused); ErrExists if the request
+	// already has one.
+	RecordUsage(ctx context.Context, u Usage) error
+	Usage(ctx context.Context, q UsageQuery) (UsagePage, error)
+	DailyUsage(ctx context.Context, accountID string, from, to time.Time) ([]DailyUsage, error)
+}
+
+// Nonces remembers consumed one-time values (x402 authorizations).
+type Nonces interface {
+	// ConsumeNonce records nonce in scope, or returns ErrNonceUsed.
+	ConsumeNonce(ctx context.Context, scope, nonce string, expires time.Time) error
+	// PruneNonces forgets nonces expired before now.
+	PruneNonces(ctx context.Context, now time.Time) (int, error)
+}
+
+// Counters are fixed-window counters (rate limits, token allowances).
+type Counters interface {
+	// AddCounter adds n to the counter name in the window starting at
+	// window and returns the new value.
+	AddCounter(ctx context.Context, name string, window time.Time, n int64) (int64, error)
+	// PruneCounters forgets windows that started before the given time.
+	PruneCounters(ctx context.Context, before time.Time) (int, error)
+}
+
+// Store is everything the gateway keeps.
+type Store interface {
+	Accounts
+	Keys
+	Ledger
+	UsageLog
+	Nonces
+	Counters
+	Close() error
+}
