@@ -184,9 +184,21 @@ type Optimizations struct {
 
 // direct returns the usage the request would have had sent straight to the
 // provider without the optimizations.
+//
+// Removed tokens (tool definitions, older history) sit in the prompt's
+// prefix. When the caller's own prompt caching was reading that prefix
+// (cache reads reported, not of the gateway's doing) they would have been
+// read from cache too, so they count as cache reads; otherwise as input.
+// The replays (docs/performance.md, "Priced replays") showed why: counted
+// at the input price, history folded out of a cached prefix looks ten
+// times more valuable than it was.
 func (o Optimizations) direct(u wire.Usage) wire.Usage {
-	u.InputTokens = addTokens(u.InputTokens, o.PrunedTokens)
-	u.InputTokens = addTokens(u.InputTokens, o.CompressedTokens)
+	removed := addTokens(max(o.PrunedTokens, 0), o.CompressedTokens)
+	if u.CacheReadTokens > 0 && !o.AlignedCache {
+		u.CacheReadTokens = addTokens(u.CacheReadTokens, removed)
+	} else {
+		u.InputTokens = addTokens(u.InputTokens, removed)
+	}
 	if o.AlignedCache {
 		u.InputTokens = addTokens(u.InputTokens, u.CacheReadTokens)
 		u.InputTokens = addTokens(u.InputTokens, u.CacheWriteTokens)

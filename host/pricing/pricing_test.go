@@ -62,8 +62,11 @@ func TestAnthropicCacheReadsAndWrites(t *testing.T) {
 //
 //	cost   = 1024×0.15 + 300×0.60 + 1024×0.075 = 410.4 → 411 µUSD
 //	charge = 410.4 × 1.25 = 513 µUSD exactly (free)
-//	direct = (1024 + 2000 pruned)×0.15 + 180 + 76.8 = 710.4 → 711
-//	saved  = 711 − 513 = 198 µUSD
+//	direct = 153.6 + 180 + (1024 + 2000 pruned)×0.075 = 560.4 → 561
+//	saved  = 561 − 513 = 48 µUSD
+//
+// (The caller's prefix was being read from cache, so the pruned tools
+// would have been cache reads too.)
 func TestOpenAICachedTokens(t *testing.T) {
 	body := []byte(`{"id":"chatcmpl-1","object":"chat.completion","choices":[],"usage":{"prompt_tokens":2048,"completion_tokens":300,"total_tokens":2348,"prompt_tokens_details":{"cached_tokens":1024}}}`)
 	u, ok := BodyUsage(body)
@@ -76,7 +79,7 @@ func TestOpenAICachedTokens(t *testing.T) {
 	b := NewBill(Terms{Spread: SpreadFree})
 	b.Add(Served(mini(t), u, Optimizations{PrunedTokens: 2000}))
 	f := b.Settle()
-	want := Figures{Cost: 411, Charge: 513, Direct: 711, Savings: 198, Usage: u, Served: 1, Assumed: AssumedCacheWrite}
+	want := Figures{Cost: 411, Charge: 513, Direct: 561, Savings: 48, Usage: u, Served: 1, Assumed: AssumedCacheWrite}
 	if f != want {
 		t.Fatalf("got %+v\nwant %+v", f, want)
 	}
@@ -286,6 +289,30 @@ func TestProperties(t *testing.T) {
 		ob.Add(Served(p, u, Optimizations{PrunedTokens: r.Int64N(10000), CompressedTokens: r.Int64N(10000)}))
 		if of := ob.Settle(); of.Direct < f.Direct || of.Charge != f.Charge {
 			t.Fatalf("optimizations: %+v vs %+v", of, f)
+		}
+	}
+}
+
+// Removed prompt tokens are valued at what direct would have paid for
+// them: input when nothing was read from cache (or the cache was the
+// gateway's doing), cache reads when the caller's own prefix was cached.
+func TestRemovedTokensAtTheirDirectRate(t *testing.T) {
+	p := sonnet(t)
+	for _, tc := range []struct {
+		name   string
+		u      wire.Usage
+		opt    Optimizations
+		direct Micros
+	}{
+		{"uncached", wire.Usage{InputTokens: 1000}, Optimizations{CompressedTokens: 1000}, 6000},
+		{"caller-cached", wire.Usage{InputTokens: 1000, CacheReadTokens: 1000}, Optimizations{CompressedTokens: 1000}, 3000 + 600},
+		{"gateway-cached", wire.Usage{InputTokens: 1000, CacheReadTokens: 1000}, Optimizations{CompressedTokens: 1000, AlignedCache: true}, 9000},
+		{"negative-ignored", wire.Usage{InputTokens: 1000}, Optimizations{PrunedTokens: -500}, 3000},
+	} {
+		b := NewBill(Terms{})
+		b.Add(Served(p, tc.u, tc.opt))
+		if f := b.Settle(); f.Direct != tc.direct {
+			t.Errorf("%s: direct %d, want %d", tc.name, f.Direct, tc.direct)
 		}
 	}
 }
