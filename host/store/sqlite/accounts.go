@@ -28,7 +28,7 @@ func (s *Store) CreateAccount(ctx context.Context, a store.Account) (store.Accou
 	}
 	a.Created = a.Created.UTC().Truncate(time.Microsecond)
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO accounts(id, name, tier, disabled, created) VALUES (?, ?, ?, ?, ?)`,
+		_, err := s.exec(ctx, tx, `INSERT INTO accounts(id, name, tier, disabled, created) VALUES (?, ?, ?, ?, ?)`,
 			a.ID, a.Name, string(a.Tier), b2i(a.Disabled), micros(a.Created))
 		return err
 	})
@@ -75,7 +75,7 @@ func (s *Store) ListAccounts(ctx context.Context) ([]store.Account, error) {
 
 func (s *Store) updateOne(ctx context.Context, what, q string, args ...any) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, q, args...)
+		res, err := s.exec(ctx, tx, q, args...)
 		if err != nil {
 			return err
 		}
@@ -110,10 +110,10 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var one int
-		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM accounts WHERE id = ?`, k.AccountID).Scan(&one); err != nil {
+		if err := s.queryRow(ctx, tx, `SELECT 1 FROM accounts WHERE id = ?`, k.AccountID).Scan(&one); err != nil {
 			return notFound(err, "account")
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO keys(id, account_id, name, hash, read_only, spend_limit, models, cidrs,
+		_, err := s.exec(ctx, tx, `INSERT INTO keys(id, account_id, name, hash, read_only, spend_limit, models, cidrs,
 			expires, disabled, revoked, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			k.ID, k.AccountID, k.Name, k.Hash, b2i(k.ReadOnly), k.SpendLimit,
 			strings.Join(k.Models, "\n"), strings.Join(k.CIDRs, "\n"),

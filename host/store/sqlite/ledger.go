@@ -16,7 +16,7 @@ import (
 // that would make the balance or the available amount negative.
 func (s *Store) post(ctx context.Context, tx *sql.Tx, e *store.Entry) error {
 	e.At = s.now().UTC().Truncate(time.Microsecond)
-	res, err := tx.ExecContext(ctx, `INSERT INTO ledger(account_id, kind, amount, held, reservation_id, request_id, reason, at)
+	res, err := s.exec(ctx, tx, `INSERT INTO ledger(account_id, kind, amount, held, reservation_id, request_id, reason, at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		e.AccountID, string(e.Kind), e.Amount, e.Held, e.ReservationID, e.RequestID, e.Reason, micros(e.At))
 	if err != nil {
@@ -25,7 +25,7 @@ func (s *Store) post(ctx context.Context, tx *sql.Tx, e *store.Entry) error {
 	if e.Seq, err = res.LastInsertId(); err != nil {
 		return err
 	}
-	res, err = tx.ExecContext(ctx, `UPDATE accounts SET balance = balance + ?, held = held + ? WHERE id = ?`,
+	res, err = s.exec(ctx, tx, `UPDATE accounts SET balance = balance + ?, held = held + ? WHERE id = ?`,
 		e.Amount, e.Held, e.AccountID)
 	if err != nil {
 		return err
@@ -37,7 +37,7 @@ func (s *Store) post(ctx context.Context, tx *sql.Tx, e *store.Entry) error {
 }
 
 func (s *Store) balance(ctx context.Context, tx *sql.Tx, id string) (balance, held int64, disabled bool, err error) {
-	err = tx.QueryRowContext(ctx, `SELECT balance, held, disabled FROM accounts WHERE id = ?`, id).Scan(&balance, &held, &disabled)
+	err = s.queryRow(ctx, tx, `SELECT balance, held, disabled FROM accounts WHERE id = ?`, id).Scan(&balance, &held, &disabled)
 	return balance, held, disabled, notFound(err, "account")
 }
 
@@ -100,7 +100,7 @@ func (s *Store) Reserve(ctx context.Context, req store.ReserveRequest) (store.Re
 	}
 	var res store.Reservation
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		r, err := scanReservation(tx.QueryRowContext(ctx, `SELECT `+reservationCols+` FROM reservations WHERE request_id = ?`, req.RequestID))
+		r, err := scanReservation(s.queryRow(ctx, tx, `SELECT `+reservationCols+` FROM reservations WHERE request_id = ?`, req.RequestID))
 		if err == nil {
 			res = r // the same request asked twice: one reservation
 			return nil
@@ -120,7 +120,7 @@ func (s *Store) Reserve(ctx context.Context, req store.ReserveRequest) (store.Re
 		}
 		for _, b := range req.Budgets {
 			var spent, bheld int64
-			err := tx.QueryRowContext(ctx, `SELECT spent, held FROM budgets WHERE name = ?`, b.Name).Scan(&spent, &bheld)
+			err := s.queryRow(ctx, tx, `SELECT spent, held FROM budgets WHERE name = ?`, b.Name).Scan(&spent, &bheld)
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return err
 			}
@@ -131,7 +131,7 @@ func (s *Store) Reserve(ctx context.Context, req store.ReserveRequest) (store.Re
 		}
 		res = store.Reservation{AccountID: req.AccountID, KeyID: req.KeyID, RequestID: req.RequestID,
 			Amount: req.Amount, State: store.Held, Created: s.now().UTC().Truncate(time.Microsecond)}
-		q, err := tx.ExecContext(ctx, `INSERT INTO reservations(account_id, key_id, request_id, amount, state, created)
+		q, err := s.exec(ctx, tx, `INSERT INTO reservations(account_id, key_id, request_id, amount, state, created)
 			VALUES (?, ?, ?, ?, 'held', ?)`, res.AccountID, res.KeyID, res.RequestID, res.Amount, micros(res.Created))
 		if err != nil {
 			return err
@@ -140,11 +140,11 @@ func (s *Store) Reserve(ctx context.Context, req store.ReserveRequest) (store.Re
 			return err
 		}
 		for _, b := range req.Budgets {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO budgets(name, held) VALUES (?, ?)
+			if _, err := s.exec(ctx, tx, `INSERT INTO budgets(name, held) VALUES (?, ?)
 				ON CONFLICT(name) DO UPDATE SET held = held + excluded.held`, b.Name, req.Amount); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO reservation_budgets(reservation_id, name) VALUES (?, ?)`,
+			if _, err := s.exec(ctx, tx, `INSERT OR IGNORE INTO reservation_budgets(reservation_id, name) VALUES (?, ?)`,
 				res.ID, b.Name); err != nil {
 				return err
 			}
@@ -168,7 +168,7 @@ func (s *Store) Settle(ctx context.Context, id int64, actual int64, u *store.Usa
 	}
 	var out store.Settlement
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		r, err := scanReservation(tx.QueryRowContext(ctx, `SELECT `+reservationCols+` FROM reservations WHERE id = ?`, id))
+		r, err := scanReservation(s.queryRow(ctx, tx, `SELECT `+reservationCols+` FROM reservations WHERE id = ?`, id))
 		if err != nil {
 			return notFound(err, "reservation")
 		}
@@ -186,11 +186,11 @@ func (s *Store) Settle(ctx context.Context, id int64, actual int64, u *store.Usa
 		r.Charged = min(actual, bal-(held-r.Amount))
 		r.Shortfall = actual - r.Charged
 		r.State = store.Settled
-		if _, err := tx.ExecContext(ctx, `UPDATE reservations SET state = 'settled', charged = ?, shortfall = ? WHERE id = ?`,
+		if _, err := s.exec(ctx, tx, `UPDATE reservations SET state = 'settled', charged = ?, shortfall = ? WHERE id = ?`,
 			r.Charged, r.Shortfall, r.ID); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE budgets SET held = held - ?, spent = spent + ?
+		if _, err := s.exec(ctx, tx, `UPDATE budgets SET held = held - ?, spent = spent + ?
 			WHERE name IN (SELECT name FROM reservation_budgets WHERE reservation_id = ?)`, r.Amount, r.Charged, r.ID); err != nil {
 			return err
 		}
@@ -218,7 +218,7 @@ func (s *Store) Settle(ctx context.Context, id int64, actual int64, u *store.Usa
 func (s *Store) Release(ctx context.Context, id int64) (store.Reservation, error) {
 	var out store.Reservation
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		r, err := scanReservation(tx.QueryRowContext(ctx, `SELECT `+reservationCols+` FROM reservations WHERE id = ?`, id))
+		r, err := scanReservation(s.queryRow(ctx, tx, `SELECT `+reservationCols+` FROM reservations WHERE id = ?`, id))
 		if err != nil {
 			return notFound(err, "reservation")
 		}
@@ -233,10 +233,10 @@ func (s *Store) Release(ctx context.Context, id int64) (store.Reservation, error
 }
 
 func (s *Store) release(ctx context.Context, tx *sql.Tx, r store.Reservation) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE reservations SET state = 'released' WHERE id = ?`, r.ID); err != nil {
+	if _, err := s.exec(ctx, tx, `UPDATE reservations SET state = 'released' WHERE id = ?`, r.ID); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE budgets SET held = held - ?
+	if _, err := s.exec(ctx, tx, `UPDATE budgets SET held = held - ?
 		WHERE name IN (SELECT name FROM reservation_budgets WHERE reservation_id = ?)`, r.Amount, r.ID); err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 // consumption fail even from another process.
 func (s *Store) ConsumeNonce(ctx context.Context, scope, nonce string, expires time.Time) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO nonces(scope, nonce, expires) VALUES (?, ?, ?)`,
+		_, err := s.exec(ctx, tx, `INSERT INTO nonces(scope, nonce, expires) VALUES (?, ?, ?)`,
 			scope, nonce, expires.UnixMicro())
 		return err
 	})
@@ -32,7 +32,7 @@ func (s *Store) PruneNonces(ctx context.Context, now time.Time) (int, error) {
 func (s *Store) AddCounter(ctx context.Context, name string, window time.Time, n int64) (int64, error) {
 	var v int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, `INSERT INTO counters(name, start, value) VALUES (?, ?, ?)
+		return s.queryRow(ctx, tx, `INSERT INTO counters(name, start, value) VALUES (?, ?, ?)
 			ON CONFLICT(name, start) DO UPDATE SET value = value + excluded.value RETURNING value`,
 			name, window.UnixMicro(), n).Scan(&v)
 	})
@@ -47,7 +47,7 @@ func (s *Store) PruneCounters(ctx context.Context, before time.Time) (int, error
 func (s *Store) deleteWhere(ctx context.Context, q string, args ...any) (int, error) {
 	var n int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, q, args...)
+		res, err := s.exec(ctx, tx, q, args...)
 		if err != nil {
 			return err
 		}

@@ -16,7 +16,7 @@ func (s *Store) insertUsage(ctx context.Context, tx *sql.Tx, u *store.Usage) err
 		u.At = s.now()
 	}
 	u.At = u.At.UTC().Truncate(time.Microsecond)
-	res, err := tx.ExecContext(ctx, `INSERT INTO usage(request_id, account_id, key_id, model, provider, input_tokens,
+	res, err := s.exec(ctx, tx, `INSERT INTO usage(request_id, account_id, key_id, model, provider, input_tokens,
 		output_tokens, cache_read_tokens, cache_write_tokens, cost, charge, savings, cache, latency_us, status, at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		u.RequestID, u.AccountID, u.KeyID, u.Model, u.Provider, u.InputTokens, u.OutputTokens, u.CacheReadTokens,
