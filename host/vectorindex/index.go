@@ -196,6 +196,9 @@ type Index struct {
 	// identical to another's (tests and benchmarks only: the behaviour
 	// before node sharing, for side-by-side measurements).
 	noShare bool
+	// noExactLookup stops graph searches from looking the query up by
+	// hash first (tests only: it shows what the graph alone finds).
+	noExactLookup bool
 	// hashSeed seeds vecHash.
 	hashSeed maphash.Seed
 
@@ -432,7 +435,11 @@ func (ix *Index) read(t *tenant, q []float32, k int, minScore float32, now int64
 	if t.graph == nil || (ix.exactBelow >= 0 && len(t.nodes) <= ix.exactBelow) {
 		hits, expired = t.scan(q, k, minScore, now)
 	} else {
-		hits, expired = t.searchGraph(q, k, minScore, now, ix.efSearch)
+		var exact *node
+		if n := t.byVec[ix.vecHash(q)]; n != nil && !ix.noExactLookup && slices.Equal(n.vec, q) {
+			exact = n
+		}
+		hits, expired = t.searchGraph(q, k, minScore, now, ix.efSearch, exact)
 	}
 	out := make([]Match, len(hits))
 	// Stamp the best match last so it is the most recently used.

@@ -332,17 +332,18 @@ func (t *tenant) scan(q []float32, k int, minScore float32, now int64) (hits []h
 // node below minScore ends the walk). Nodes tying with the k-th hit are
 // expanded too and the hits ranked like scan's, so ties between distinct
 // vectors also come out most recent first.
-func (t *tenant) searchGraph(q []float32, k int, minScore float32, now int64, ef int) (hits []hit, expired []*entry) {
+//
+// exact, if not nil, is the live node bit-identical to the query (found by
+// hash): it is expanded first whatever the graph returns. A cache asked
+// the same question twice must answer, and an approximate graph cannot
+// promise that on its own.
+func (t *tenant) searchGraph(q []float32, k int, minScore float32, now int64, ef int, exact *node) (hits []hit, expired []*entry) {
 	ef = max(ef, 2*k)
 	var kth float32 // the k-th hit's score, once there are k
-	for _, gn := range t.graph.SearchWithEf(q, ef, ef) {
-		n := t.byKey[gn.Key]
-		if n == nil {
-			continue // tombstone
-		}
+	expand := func(n *node) bool {
 		s := cosine(q, n.vec)
 		if s < minScore || (len(hits) >= k && s < kth) {
-			break
+			return false
 		}
 		for i, took := len(n.entries)-1, 0; i >= 0 && took < k; i-- {
 			e := n.entries[i]
@@ -358,6 +359,19 @@ func (t *tenant) searchGraph(q []float32, k int, minScore float32, now int64, ef
 			if len(hits) == k {
 				kth = s
 			}
+		}
+		return true
+	}
+	if exact != nil {
+		expand(exact)
+	}
+	for _, gn := range t.graph.SearchWithEf(q, ef, ef) {
+		n := t.byKey[gn.Key]
+		if n == nil || n == exact {
+			continue // tombstone, or done above
+		}
+		if !expand(n) {
+			break
 		}
 	}
 	slices.SortFunc(hits, func(a, b hit) int {

@@ -92,6 +92,7 @@ type Graph[K cmp.Ordered] struct {
 	vecs     []Vector   // by node id; the caller's slices, not copies
 	l0       [][]link   // layer-0 adjacency chunks, see chunkSize
 	upper    [][][]link // by node id: links on layers 1..level, nil at level 0
+	indeg    []uint32   // by node id: layer-0 in-degree (see addLink)
 	ids      map[K]uint32
 	entry    uint32
 	maxLevel int
@@ -231,6 +232,7 @@ func (g *Graph[K]) add(n Node[K]) {
 		up = make([][]link, level)
 	}
 	g.upper = append(g.upper, up)
+	g.indeg = append(g.indeg, 0)
 	g.ids[n.Key] = id
 	if id == 0 {
 		g.entry, g.maxLevel = id, level
@@ -257,11 +259,16 @@ func (g *Graph[K]) add(n Node[K]) {
 		if l == 0 {
 			b := g.block0(id)
 			b[0].id = uint32(copy(b[1:], chosen))
+			for _, nb := range chosen {
+				g.indeg[nb.id]++
+			}
 		} else {
 			up[l-1] = chosen
 		}
+		// Nearest first: the nearest neighbor is the one that must keep a
+		// link back while the new node has none (see addLink).
 		for _, nb := range chosen {
-			g.addLink(nb.id, l, link{id: id, dist: nb.dist}, m)
+			g.addLink(s, nb.id, l, link{id: id, dist: nb.dist}, m)
 		}
 		cur, curDist = found[0].id, found[0].dist
 	}
@@ -310,42 +317,116 @@ func (g *Graph[K]) selectNeighbors(cands []link, m int) []link {
 	return out
 }
 
-// addLink adds an out-edge from node id on layer l; if the node already has
-// m edges, the longest of the m+1 is dropped (possibly e itself). Edges are
-// directed: the dropped neighbor keeps its own links (upstream also cut the
-// reverse edge and re-linked the dropped node with a hard-coded cosine
-// distance).
-func (g *Graph[K]) addLink(id uint32, l int, e link, m int) {
+// addLink adds an out-edge from node id on layer l. If the node already has
+// m edges, one of the m+1 goes (possibly e itself), chosen like the paper's
+// neighbor selection (Algorithm 4, as hnswlib re-prunes full lists): links
+// the heuristic rejects (their target is nearer to another kept neighbor,
+// so it stays reachable through it) go first, farthest first, and only then
+// the farthest kept one. On layer 0 a link is never the one dropped if it
+// is its target's only way in — unless every candidate is (then as above).
+//
+// Why: the first version dropped the longest link, and a node far from its
+// neighbors (an outlier, or a point at the edge of a tight cluster) was
+// then dropped by every neighbor as they filled up, leaving it with no
+// in-edge, unreachable by any search. Measured on 10k clustered 100-d
+// vectors: 592 nodes with in-degree 0 and 15 % of stored vectors not
+// found by a search for themselves (README.md, "Reachability").
+func (g *Graph[K]) addLink(s *scratch, id uint32, l int, e link, m int) {
+	var ls []link
 	if l == 0 {
 		b := g.block0(id)
 		n := int(b[0].id)
 		if n < m {
 			b[1+n] = e
 			b[0].id++
+			g.indeg[e.id]++
 			return
 		}
-		replaceWorst(b[1:1+n], e)
-		return
-	}
-	ls := g.upper[id][l-1]
-	if len(ls) < m {
-		g.upper[id][l-1] = append(ls, e)
-		return
-	}
-	replaceWorst(ls, e)
-}
-
-// replaceWorst puts e in place of the longest link of ls if e is shorter.
-func replaceWorst(ls []link, e link) {
-	worst := 0
-	for i := range ls {
-		if ls[i].dist > ls[worst].dist {
-			worst = i
+		ls = b[1 : 1+n]
+	} else {
+		ls = g.upper[id][l-1]
+		if len(ls) < m {
+			g.upper[id][l-1] = append(ls, e)
+			return
 		}
 	}
-	if e.dist < ls[worst].dist {
-		ls[worst] = e
+	v := g.pruneVictim(s, ls, e, l == 0)
+	if v == len(ls) {
+		return // e itself
 	}
+	if l == 0 {
+		g.indeg[ls[v].id]--
+		g.indeg[e.id]++
+	}
+	ls[v] = e
+}
+
+// pruneVictim returns which of ls (index) or e (len(ls)) a full neighbor
+// list drops to admit e; see addLink. ls and e carry their distances to the
+// list's owner.
+func (g *Graph[K]) pruneVictim(s *scratch, ls []link, e link, protect bool) int {
+	// Candidate i < len(ls) is ls[i]; len(ls) is e. Order nearest first
+	// (ties by id, so builds are deterministic).
+	c := append(s.prune[:0], make([]int32, len(ls)+1)...)
+	for i := range c {
+		c[i] = int32(i)
+	}
+	at := func(i int32) link {
+		if int(i) == len(ls) {
+			return e
+		}
+		return ls[i]
+	}
+	slices.SortFunc(c, func(a, b int32) int {
+		la, lb := at(a), at(b)
+		if x := cmp.Compare(la.dist, lb.dist); x != 0 {
+			return x
+		}
+		return cmp.Compare(la.id, lb.id)
+	})
+	// The heuristic: a candidate is kept if it is nearer to the owner than
+	// to every nearer kept candidate.
+	kept, rejected := s.kept[:0], s.rejected[:0]
+	for _, i := range c {
+		li := at(i)
+		vi := g.vecs[li.id]
+		keep := true
+		for _, k := range kept {
+			if g.Distance(vi, g.vecs[at(k).id]) < li.dist {
+				keep = false
+				break
+			}
+		}
+		if keep {
+			kept = append(kept, i)
+		} else {
+			rejected = append(rejected, i)
+		}
+	}
+	s.prune, s.kept, s.rejected = c, kept, rejected
+	// Drop order: rejected farthest first, then kept farthest first; the
+	// first droppable one goes.
+	droppable := func(i int32) bool {
+		switch {
+		case !protect:
+			return true
+		case int(i) == len(ls): // not admitting e leaves its target as is
+			return g.indeg[e.id] >= 1
+		default: // dropping ls[i] costs its target an in-edge
+			return g.indeg[ls[i].id] >= 2
+		}
+	}
+	for _, group := range [2][]int32{rejected, kept} {
+		for j := len(group) - 1; j >= 0; j-- {
+			if droppable(group[j]) {
+				return int(group[j])
+			}
+		}
+	}
+	if len(rejected) > 0 {
+		return int(rejected[len(rejected)-1])
+	}
+	return int(kept[len(kept)-1])
 }
 
 // greedy walks layer l from cur towards q, one best neighbor at a time
@@ -446,6 +527,8 @@ type scratch struct {
 	visited []uint64
 	cands   []link
 	res     []link
+	// prune, kept and rejected are pruneVictim's buffers.
+	prune, kept, rejected []int32
 }
 
 func (g *Graph[K]) getScratch() *scratch {
@@ -521,3 +604,5 @@ func popHeap(hp *[]link, before func(a, b link) bool) link {
 	*hp = h
 	return top
 }
+
+var oldPrune, noProtect bool
