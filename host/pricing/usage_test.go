@@ -1,7 +1,9 @@
 package pricing
 
 import (
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"testing"
@@ -237,4 +239,68 @@ func FuzzStreamUsage(f *testing.F) {
 			t.Fatalf("negative count %+v", u1)
 		}
 	})
+}
+
+// BodyUsage reads what the dialect decoders read (the decoded path and the
+// passthrough path must bill the same tokens), over random usage objects:
+// fields present, absent or null, cached tokens above the prompt, DeepSeek's
+// hit counter, odd spacing. 5,000 of each dialect.
+func TestBodyUsageMatchesDecoders(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	field := func(b *strings.Builder, name string) {
+		switch r.IntN(4) {
+		case 0: // absent
+		case 1:
+			fmt.Fprintf(b, `"%s":null,`, name)
+		default:
+			fmt.Fprintf(b, `"%s" : %d ,`, name, r.Int64N(3_000_000))
+		}
+	}
+	obj := func(b *strings.Builder) string { return "{" + strings.TrimSuffix(b.String(), ",") + "}" }
+	for i := 0; i < 5000; i++ {
+		var b strings.Builder
+		for _, f := range []string{"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"} {
+			field(&b, f)
+		}
+		b.WriteString(`"service_tier":"standard",`)
+		body := `{"id":"msg_1","type":"message","content":[{"type":"text","text":"x"}],"usage":` + obj(&b) + `}`
+		want, err := anthropic.DecodeResponse([]byte(body))
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		if got, _ := BodyUsage([]byte(body)); got != want.Usage {
+			t.Fatalf("anthropic %s:\n%+v, decoder %+v", body, got, want.Usage)
+		}
+
+		b.Reset()
+		field(&b, "prompt_tokens")
+		field(&b, "completion_tokens")
+		if r.IntN(4) == 0 {
+			field(&b, "prompt_cache_hit_tokens")
+		}
+		if r.IntN(3) > 0 {
+			var d strings.Builder
+			field(&d, "cached_tokens")
+			d.WriteString(`"audio_tokens":0,`)
+			b.WriteString(`"prompt_tokens_details":` + obj(&d) + `,`)
+		}
+		body = `{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"x"},"finish_reason":"stop"}],"usage":` + obj(&b) + `}`
+		want, err = openai.DecodeResponse([]byte(body))
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		got, _ := BodyUsage([]byte(body))
+		if strings.Contains(body, `"cached_tokens":null`) && strings.Contains(body, `"prompt_cache_hit_tokens" :`) {
+			// The one difference, on purpose: an explicit null
+			// cached_tokens does not hide DeepSeek's hit counter here
+			// (the decoder reads it as 0 cached).
+			if got.CacheReadTokens == 0 && strings.Contains(body, `"prompt_tokens" :`) && !strings.Contains(body, `"prompt_cache_hit_tokens" : 0 `) {
+				t.Fatalf("hit counter ignored: %s", body)
+			}
+			continue
+		}
+		if got != want.Usage {
+			t.Fatalf("openai %s:\n%+v, decoder %+v", body, got, want.Usage)
+		}
+	}
 }
