@@ -40,6 +40,15 @@ func (h *holds) handOff() (done func()) {
 	}
 }
 
+// also adds cancel to what the holds end (a context derived for the answer).
+func (h *holds) also(cancel context.CancelFunc) {
+	prev := h.cancel
+	h.cancel = func() {
+		cancel()
+		prev()
+	}
+}
+
 // end releases whatever was not handed off.
 func (h *holds) end() {
 	if h.cancel != nil {

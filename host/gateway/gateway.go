@@ -160,6 +160,7 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 		tried   []string // "provider:status" of failed attempts, for X-Bardo-Fallback
 		lastErr *wire.Error
 	)
+providers:
 	for {
 		pr, model, werr := plan.next()
 		if werr != nil {
@@ -182,6 +183,12 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 		x.Meta.Annotations = setKV(x.Meta.Annotations, AnnotationProvider, route.Provider)
 		x.Meta.Annotations = setKV(x.Meta.Annotations, AnnotationModel, route.Model)
 		for try := 0; try < 2; try++ {
+			if rctx.Err() != nil {
+				// The request's deadline is spent: no attempt can succeed
+				// now (nor say anything about the provider); a kept answer
+				// beats the timeout.
+				break providers
+			}
 			if !g.allow(route.Provider) {
 				break // half-open and its trial slot is taken: next provider
 			}
@@ -260,9 +267,18 @@ func (g *Gateway) answerStale(ctx *fasthttp.RequestCtx, rctx context.Context, he
 	ctx.Response.Header.Set(HeaderFallback, strings.Join(append(tried, "cache:stale"), ","))
 	g.Events.Emit(eventlog.CacheStaleServed, x.Meta.RequestID, map[string]any{"tried": tried})
 	g.Log.Warn("every provider failed; served a stale cached answer", "request_id", x.Meta.RequestID, "tried", strings.Join(tried, ","))
-	g.answerLocal(ctx, rctx, held, p, x, resp)
+	// The failed attempts may have spent the request's deadline: the
+	// answer's response or stream phase (pii restores what it masked) gets
+	// time of its own, as the fallback phase does.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(rctx), staleTimeout)
+	held.also(cancel)
+	g.answerLocal(ctx, sctx, held, p, x, resp)
 	return true
 }
+
+// staleTimeout bounds the layers' work on a stale answer (the fallback
+// phase has the same).
+const staleTimeout = 2 * time.Second
 
 // attemptOutcome is one try of one provider.
 type attemptOutcome struct {

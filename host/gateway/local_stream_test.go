@@ -1,8 +1,10 @@
 package gateway_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bardoinference/bardo/host/fakeupstream"
 	"github.com/bardoinference/bardo/host/testkit/apitest"
@@ -100,4 +102,63 @@ func streamedText(t *testing.T, path string, body []byte) string {
 func asSlice(v any) []any {
 	s, _ := v.([]any)
 	return s
+}
+
+// When the request's deadline is spent on an upstream that never answered,
+// the stale answer a cache keeps must still go through the response and
+// stream phases (pii restores what it masked, fail-closed): they get time
+// of their own, as the fallback phase does, instead of the dead deadline.
+func TestStaleAnswerAfterTheDeadline(t *testing.T) {
+	fake := fakeupstream.New(fakeupstream.WithAPIKey(upKey))
+	t.Cleanup(fake.Close)
+	layers := `
+[[layer]]
+name = "pii"
+plugin = "pii.wasm"
+on_error = "fail-closed"
+trusted = true
+
+[[layer]]
+name = "hashcache"
+plugin = "hashcache.wasm"
+on_error = "fail-open"
+trusted = true
+[layer.config]
+ttl = "1s"
+`
+	// Two providers that both hang: the second attempt starts with the
+	// deadline spent (or nearly), so it is surely spent after it.
+	second := `
+[[provider]]
+name = "up2"
+plugin = "openai-compatible.wasm"
+base_url = "` + fake.URL() + `/v1"
+credential = "env:UP_KEY"
+models = ["gpt-*"]
+trusted = true
+`
+	g := testgateway.Start(t, layers+testgateway.FakeProviders(fake.URL())+second,
+		testgateway.Options{Env: testgateway.FakeProviderEnv(), Upstream: time.Second})
+	for _, stream := range []bool{false, true} {
+		body := fmt.Sprintf(`{"model":"gpt-4o","stream":%v,"messages":[{"role":"user","content":"mail ann@example.com the report (stream %v)"}]}`, stream, stream)
+		if r := apitest.Post(t, g.URL, "/v1/chat/completions", body); r.Status != 200 {
+			t.Fatalf("stream=%v: first ask: %d %s", stream, r.Status, r.Body)
+		}
+	}
+	time.Sleep(1100 * time.Millisecond) // past the entries' TTL
+	for _, stream := range []bool{false, true} {
+		fake.Script(fakeupstream.Latency(3*time.Second), fakeupstream.Latency(3*time.Second)) // past the request's deadline
+		body := fmt.Sprintf(`{"model":"gpt-4o","stream":%v,"messages":[{"role":"user","content":"mail ann@example.com the report (stream %v)"}]}`, stream, stream)
+		r := apitest.Post(t, g.URL, "/v1/chat/completions", body)
+		if r.Status != 200 || !strings.Contains(r.Header.Get("X-Bardo-Fallback"), "cache:stale") {
+			t.Fatalf("stream=%v: %d, fallback %q: %s", stream, r.Status, r.Header.Get("X-Bardo-Fallback"), r.Body)
+		}
+		text := string(r.Body)
+		if stream {
+			text = streamedText(t, "/v1/chat/completions", r.Body)
+		}
+		if !strings.Contains(text, "ann@example.com") {
+			t.Fatalf("stream=%v: the stale answer was not restored: %s", stream, r.Body)
+		}
+	}
 }

@@ -2,10 +2,12 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/bardoinference/bardo/host/sandbox"
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/routing"
 	"github.com/bardoinference/bardo/sdk/wire"
@@ -102,6 +104,10 @@ func (pr *Provider) Redact(s string) string {
 
 func (p *Pipeline) providerError(pr *Provider, op string, err error) *wire.Error {
 	p.log.Warn("provider plugin failed", "provider", pr.Spec.Name, "op", op, "err", err)
+	if errors.Is(err, sandbox.ErrTimeout) || errors.Is(err, sandbox.ErrPoolWait) {
+		return &wire.Error{Status: 504, Kind: wire.ErrTimeout,
+			Message: fmt.Sprintf("provider adapter %q did not finish %s within the request's time", pr.Spec.Name, op)}
+	}
 	return &wire.Error{Status: 502, Kind: wire.ErrUpstream,
 		Message: fmt.Sprintf("provider adapter %q failed in %s", pr.Spec.Name, op)}
 }

@@ -59,6 +59,9 @@ type Options struct {
 	AdminToken string
 	// WalletKey references the gateway's x402 wallet in Env ("env:NAME").
 	WalletKey string
+	// Upstream is the upstream timeout, which is also each request's
+	// deadline (default 30s).
+	Upstream time.Duration
 }
 
 // Start writes pipelineTOML (without a [server] plugin_dir, which Start sets)
@@ -91,8 +94,12 @@ func Start(tb testing.TB, pipelineTOML string, opts Options) *Gateway {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	upstream := opts.Upstream
+	if upstream <= 0 {
+		upstream = 30 * time.Second
+	}
 	d, err := daemon.New(context.Background(), cfgPath, daemon.Options{
-		Log: log, Cache: cc, Getenv: getenv, KVBytes: 16 << 20, Upstream: 30 * time.Second,
+		Log: log, Cache: cc, Getenv: getenv, KVBytes: 16 << 20, Upstream: upstream,
 		Heartbeat: opts.Heartbeat, AdminToken: opts.AdminToken, WalletKey: opts.WalletKey,
 	})
 	if err != nil {
