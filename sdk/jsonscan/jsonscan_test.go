@@ -2,6 +2,7 @@ package jsonscan
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -26,6 +27,59 @@ func TestEachMember(t *testing.T) {
 		EachMember([]byte(bad), func(_, _ []byte) { n++ })
 		if n > 1 {
 			t.Fatalf("%q: %d members from malformed input", bad, n)
+		}
+	}
+}
+
+// skipStringBytewise is the byte-at-a-time definition SkipString must agree
+// with.
+func skipStringBytewise(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return -1
+}
+
+func FuzzSkipString(f *testing.F) {
+	for _, s := range []string{`"a"`, `"a\"b"`, `"a\\"b"`, `"\\\""x"`, `"abc\`, `"`, `""`, `"x\\\\"`, `"\u0022"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 || b[0] != '"' {
+			return
+		}
+		if got, want := SkipString(b, 0), skipStringBytewise(b, 0); got != want {
+			t.Fatalf("SkipString(%q) = %d, want %d", b, got, want)
+		}
+	})
+}
+
+// A 4 KB prose string, and one with an escaped quote every 16 bytes, each
+// skipped both ways.
+func BenchmarkSkipString4K(b *testing.B) {
+	for _, unit := range []string{`lorem ipsum dolor sit amet, consectetur `, `lorem ipsum \"dolor\" sit amet `} {
+		s := []byte(`"` + strings.Repeat(unit, 4096/len(unit)) + `"`)
+		name := "prose"
+		if strings.Contains(unit, `\"`) {
+			name = "escaped-quotes"
+		}
+		for _, fn := range []struct {
+			name string
+			skip func([]byte, int) int
+		}{{"indexbyte", SkipString}, {"bytewise", skipStringBytewise}} {
+			b.Run(name+"/"+fn.name, func(b *testing.B) {
+				b.SetBytes(int64(len(s)))
+				for b.Loop() {
+					if fn.skip(s, 0) != len(s) {
+						b.Fatal("wrong end")
+					}
+				}
+			})
 		}
 	}
 }
