@@ -246,6 +246,9 @@ providers:
 	if lastErr == nil {
 		lastErr = g.backoffError(x.Req.Model, tried)
 	}
+	if lastErr == nil && rctx.Err() != nil {
+		lastErr = &wire.Error{Status: 504, Kind: wire.ErrTimeout, Message: "the request's time ran out before a provider could be tried"}
+	}
 	if lastErr == nil {
 		// No attempt at all: health took every candidate out.
 		lastErr = &wire.Error{Status: 503, Kind: wire.ErrOverloaded, RetryAfterMs: 30_000,
