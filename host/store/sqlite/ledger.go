@@ -349,7 +349,7 @@ func (s *Store) Audit(ctx context.Context, accountID string) error {
 		errs = append(errs, fmt.Errorf("balance %d, held %d: negative available", bal, held))
 	}
 	if sumCharge != charged {
-		errs = append(errs, fmt.Errorf("Σ charge entries %d ≠ Σ settled charges %d", sumCharge, charged))
+		errs = append(errs, fmt.Errorf("sum of charge entries %d ≠ Σ settled charges %d", sumCharge, charged))
 	}
 	if bad != 0 {
 		errs = append(errs, fmt.Errorf("%d reservations without exactly one hold and one closing entry", bad))
