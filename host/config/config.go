@@ -107,6 +107,7 @@ type Config struct {
 	Dir         string      // absolute directory relative paths were resolved against
 	Fingerprint Fingerprint // SHA-256 of the file's bytes
 	Server      Server
+	Storage     Storage    // the [storage] table
 	Layers      []Layer    // in file order: the order requests pass through them
 	Providers   []Provider // in file order
 	Models      Models     // the [models] table

@@ -102,6 +102,7 @@ func TestParseFull(t *testing.T) {
 		Path:        filepath.Join(dir, "pipeline.toml"),
 		Dir:         dir,
 		Fingerprint: FingerprintBytes([]byte(src)),
+		Storage:     Storage{Driver: "sqlite", DataDir: filepath.Join(dir, "data")},
 		Server: Server{
 			Listen:          "0.0.0.0:9090",
 			MaxBodyBytes:    2 << 20,
