@@ -78,7 +78,7 @@ func (g *Gateway) answerLocal(ctx *fasthttp.RequestCtx, rctx context.Context, he
 			if werr != nil {
 				out = []wire.Event{{Type: wire.EventError, Error: werr}}
 			}
-			pace := replayPace(x.Meta.Annotations)
+			pace := replayPacing(replayPace(x.Meta.Annotations), out)
 			var buf []byte
 			for i := range out {
 				buf = enc.Encode(buf, &out[i])
@@ -248,8 +248,11 @@ func (s *streamer) run(w *bufio.Writer) {
 		ev, err := next.ev, next.err
 		final := errors.Is(err, io.EOF)
 		if err != nil && !final {
+			// The raw error names the upstream's address: the log gets it,
+			// the caller a reason.
+			s.g.Log.Warn("upstream stream read failed", "request_id", s.x.Meta.RequestID, "provider", s.route.Provider, "err", err)
 			fail(&wire.Error{Status: 502, Kind: wire.ErrUpstream,
-				Message: "upstream " + s.route.Provider + " stream broke off: " + err.Error()})
+				Message: "upstream " + s.route.Provider + " stream broke off: it " + upstream.Reason(err)})
 			return
 		}
 		if final && !ended(passthrough, sawEnd, dec) {
@@ -406,6 +409,30 @@ func isEndMarker(ev wire.SSE) bool {
 // milliseconds, to have its answer replayed as a stream with that pause
 // between content chunks (L3 and L2 cache hits: ~30 ms by default).
 const AnnotationReplayPace = "bardo.replay.pace_ms"
+
+// maxReplayPacing bounds the pauses of one paced replay in all: a long
+// cached answer (an agent's 9 KB reply is ~700 chunks) paced at 30 ms a chunk
+// took 20 s to replay, far slower than the stream it copies, so a long answer
+// is paced more finely instead.
+const maxReplayPacing = time.Second
+
+// replayPacing is the pause after each content delta of out: pace, or less
+// when the pauses would add up to more than maxReplayPacing.
+func replayPacing(pace time.Duration, out []wire.Event) time.Duration {
+	if pace <= 0 {
+		return 0
+	}
+	deltas := 0
+	for i := range out {
+		if out[i].Type == wire.EventDelta {
+			deltas++
+		}
+	}
+	if deltas > 0 && pace*time.Duration(deltas) > maxReplayPacing {
+		pace = maxReplayPacing / time.Duration(deltas)
+	}
+	return pace
+}
 
 // replayPace reads the last replay pace annotation; at most one second.
 func replayPace(anns []wire.KV) time.Duration {

@@ -225,6 +225,9 @@ func TestStreamCutEndsWithErrorEvent(t *testing.T) {
 		if !strings.Contains(last[1], `"error"`) || !strings.Contains(last[1], "broke off") {
 			t.Fatalf("%s: a cut stream must end with an error event, got %v", tc.path, last)
 		}
+		if strings.Contains(last[1], "127.0.0.1") {
+			t.Fatalf("%s: the error event names the upstream's address: %v", tc.path, last)
+		}
 	}
 }
 
