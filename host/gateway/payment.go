@@ -27,7 +27,7 @@ const HeaderUpstreamPayment = "X-Bardo-Upstream-Payment"
 func (g *Gateway) send(ctx context.Context, x *pipeline.Exchange, pr *pipeline.Provider, req *upstream.Request) (*upstream.Response, *wire.Error) {
 	resp, err := g.Upstream.Do(ctx, req)
 	if err != nil {
-		return nil, upstreamFailure(pr.Spec.Name, err)
+		return nil, g.upstreamFailed(x, pr, err)
 	}
 	if resp.Status != 402 || pr.Payment() != routing.PaymentX402 {
 		return resp, nil
@@ -50,7 +50,7 @@ func (g *Gateway) send(ctx context.Context, x *pipeline.Exchange, pr *pipeline.P
 		// the spend cap (x402.Payment.Complete with no response).
 		rc := pm.Complete(0, nil)
 		x.Headers = setKV(x.Headers, HeaderUpstreamPayment, paymentSummary(rc))
-		return nil, upstreamFailure(pr.Spec.Name, err)
+		return nil, g.upstreamFailed(x, pr, err)
 	}
 	rc := pm.Complete(resp.Status, headerGetter(resp.Headers))
 	x.Headers = setKV(x.Headers, HeaderUpstreamPayment, paymentSummary(rc))
@@ -79,4 +79,14 @@ func headerGetter(hs []wire.KV) func(string) string {
 		}
 		return ""
 	}
+}
+
+// upstreamFailed logs the exchange's own error, which names the upstream's
+// address and the socket (what an operator needs), and returns the caller's
+// error, which says only why (upstreamFailure).
+func (g *Gateway) upstreamFailed(x *pipeline.Exchange, pr *pipeline.Provider, err error) *wire.Error {
+	if g.Log != nil {
+		g.Log.Warn("upstream exchange failed", "request_id", x.Meta.RequestID, "provider", pr.Spec.Name, "err", err)
+	}
+	return upstreamFailure(pr.Spec.Name, err)
 }
