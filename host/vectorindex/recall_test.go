@@ -41,19 +41,6 @@ var recallSets = []recallData{
 	}},
 }
 
-func clusteredVecs(r *rand.Rand, n, dim int) [][]float32 {
-	common := randUnit(r, dim)
-	cents := make([][]float32, max(1, n/200))
-	for i := range cents {
-		cents[i] = nearby(r, common, 0.5)
-	}
-	out := make([][]float32, n)
-	for i := range out {
-		out[i] = nearby(r, cents[r.Intn(len(cents))], 0.9+0.07*r.Float64())
-	}
-	return out
-}
-
 // TestRecall checks that a graph tenant finds what it stores: every sampled
 // stored vector (and one far outlier) is returned for itself with the
 // semantic cache's call (k=8, minScore 0.92), by the graph alone and with

@@ -604,5 +604,3 @@ func popHeap(hp *[]link, before func(a, b link) bool) link {
 	*hp = h
 	return top
 }
-
-var oldPrune, noProtect bool
