@@ -2,6 +2,8 @@
 //
 //	bardo [serve]        run the gateway (reads ./pipeline.toml or $BARDO_CONFIG)
 //	bardo check [FILE]   validate a pipeline.toml and load its plugins, then exit
+//	bardo accounts …     manage accounts and their ledger (accounts.go)
+//	bardo keys …         manage API keys (accounts.go)
 //	bardo version        print the version
 package main
 
@@ -38,6 +40,10 @@ func main() {
 		err = check(args)
 	case "models":
 		err = models(args)
+	case "accounts":
+		err = accountsCmd(context.Background(), args, os.Stdout, os.Stderr)
+	case "keys":
+		err = keysCmd(context.Background(), args, os.Stdout, os.Stderr)
 	case "version", "-v", "--version":
 		fmt.Println("bardo", version)
 	case "help", "-h", "--help":
@@ -57,6 +63,8 @@ const usage = `usage:
                        listen address: [server].listen, overridden by $BARDO_LISTEN)
   bardo check [FILE]   validate a pipeline.toml and load its plugins, then exit
   bardo models …       build the offline models, fetch production ones (bardo models)
+  bardo accounts …     create, list, show, top up and adjust accounts (bardo accounts)
+  bardo keys …         create, list, show, revoke API keys (bardo keys)
   bardo version        print the version
 `
 

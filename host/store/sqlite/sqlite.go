@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -70,6 +71,13 @@ type Options struct {
 func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
+		return nil, err
+	}
+	// The file holds balances and key hashes: owner-only. SQLite gives the
+	// -wal and -shm files the database file's mode.
+	if f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		f.Close()
+	} else if !errors.Is(err, fs.ErrExist) {
 		return nil, err
 	}
 	// synchronous=NORMAL in WAL mode: a commit survives a killed process
