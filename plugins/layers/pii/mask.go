@@ -37,6 +37,7 @@ type masker struct {
 	m      mapping
 	buf    []byte
 	dec    []byte
+	tenant string // the request's tenant: the memo's partition (memo.go)
 
 	masked, redacted int
 	blocked          []int // entity ids with action block that were found
@@ -203,8 +204,7 @@ func (k *masker) detect() {
 	for i := range k.segs {
 		sg := &k.segs[i]
 		sg.s0 = len(k.spans)
-		k.det.member = sg.member
-		k.spans = k.det.scan(sg.text, k.spans)
+		k.scanSegment(sg.text, sg.member)
 		for c < len(k.custom) && k.custom[c].seg == i {
 			k.spans = append(k.spans, k.custom[c].sp)
 			c++
@@ -351,6 +351,7 @@ func blockMessage(ents []int) string {
 func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	k := &work
 	k.reset()
+	k.tenant = req.Meta.Tenant
 	k.collect(&req.Request)
 	if len(k.segs) == 0 {
 		return nil
