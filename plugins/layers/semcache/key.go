@@ -7,7 +7,10 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"unicode/utf8"
+	"unsafe"
 
+	"github.com/bardoinference/bardo/sdk/jsonscan"
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
@@ -121,7 +124,8 @@ var ignoredExtra = map[string]bool{
 // turn its injected reminders and non-text blocks. cache_control markers are
 // left out: they move from turn to turn and never change an answer.
 func contextHash(r *wire.Request, matchModel bool) string {
-	var h hasher
+	h := &ctxHasher
+	h.b = h.b[:0]
 	if matchModel {
 		h.str("model", r.Model)
 	}
@@ -182,12 +186,33 @@ func contextHash(r *wire.Request, matchModel bool) string {
 	}
 	h.extra(r.Extra)
 	sum := plugin.SHA256(h.b)
+	if cap(h.b) > maxKeptHashBuf {
+		h.b = nil // a huge request's buffer is not kept for life
+	}
 	return hex.EncodeToString(sum[:16])
 }
 
 // hasher collects length-prefixed fields, so that no two different
 // requests can serialise to the same bytes.
-type hasher struct{ b []byte }
+type hasher struct {
+	b       []byte
+	members []member // extra's scratch
+}
+
+type member struct {
+	key string
+	val []byte
+}
+
+// ctxHasher is contextHash's buffer, kept from call to call (an instance
+// serves one call at a time): an agent's context is 20–90 KB, and growing
+// a new buffer to that size on every request, inside wasm, cost more than
+// the rest of the hash (allocation, zeroing, copying on growth, and the
+// garbage collections it brings on).
+var ctxHasher hasher
+
+// maxKeptHashBuf: a larger buffer is let go after its call.
+const maxKeptHashBuf = 1 << 20
 
 func (h *hasher) str(tag, s string) {
 	h.b = append(h.b, tag...)
@@ -195,7 +220,11 @@ func (h *hasher) str(tag, s string) {
 	h.b = append(h.b, s...)
 }
 
-func (h *hasher) raw(tag string, b []byte) { h.str(tag, string(b)) }
+func (h *hasher) raw(tag string, b []byte) {
+	h.b = append(h.b, tag...)
+	h.b = binary.AppendUvarint(h.b, uint64(len(b)))
+	h.b = append(h.b, b...)
+}
 
 func (h *hasher) num(tag string, v uint64) {
 	h.b = append(h.b, tag...)
@@ -223,8 +252,56 @@ func (h *hasher) blocks(tag string, bs []wire.Block) {
 }
 
 // extra hashes the top-level unknown members but those in ignoredExtra, in
-// key order. A body that is not a JSON object is hashed whole.
+// key order (the last of duplicate keys wins, as encoding/json has it). A
+// body that is not a JSON object is hashed whole.
+//
+// The host hands over valid JSON, so the members are found with jsonscan:
+// encoding/json's reflection into a map cost ~50 µs a call inside wasm. An
+// object with a key that is escaped or not plain ASCII (which encoding/json
+// would unescape or repair) takes extraDecoded, so the bytes hashed are the
+// same either way.
 func (h *hasher) extra(raw []byte) {
+	if i := jsonscan.SkipSpace(raw, 0); i >= len(raw) || raw[i] != '{' {
+		h.extraDecoded(raw)
+		return
+	}
+	members := h.members[:0]
+	plain := true
+	jsonscan.EachMember(raw, func(k, v []byte) {
+		for _, c := range k {
+			if c == '\\' || c >= utf8.RuneSelf {
+				plain = false
+			}
+		}
+		key := unsafe.String(unsafe.SliceData(k), len(k))
+		if ignoredExtra[key] {
+			return
+		}
+		for i := range members {
+			if members[i].key == key {
+				members[i].val = v
+				return
+			}
+		}
+		members = append(members, member{key, v})
+	})
+	if !plain {
+		clear(members)
+		h.members = members[:0]
+		h.extraDecoded(raw)
+		return
+	}
+	sort.Slice(members, func(a, b int) bool { return members[a].key < members[b].key })
+	for _, m := range members {
+		h.str("key", m.key)
+		h.raw("value", m.val)
+	}
+	clear(members) // no reference into this request is kept
+	h.members = members[:0]
+}
+
+// extraDecoded is extra by way of encoding/json.
+func (h *hasher) extraDecoded(raw []byte) {
 	if len(raw) == 0 {
 		return
 	}
