@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/bardoinference/bardo/host/store"
 )
@@ -73,4 +74,50 @@ func BenchmarkKeyLookup(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkUsagePage reads one 100-record page of an account's usage at the
+// end of 100,000 records (the depth where peers' OFFSET pages fall over):
+// the keyset cursor makes it an index range scan.
+func BenchmarkUsagePage(b *testing.B) {
+	ctx := context.Background()
+	s := open(b, b.TempDir())
+	tx, err := s.w.Begin()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 100_000 {
+		if _, err := tx.Exec(`INSERT INTO usage(request_id, account_id, model, input_tokens, charge, at) VALUES (?, 'a', 'm', 10, 5, ?)`,
+			strconv.Itoa(i), int64(1_700_000_000_000_000)+int64(i)*1000); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// The rollups the records' own transactions would have kept (0002's backfill).
+	if _, err := tx.Exec(`INSERT INTO usage_daily SELECT account_id, at / 86400000000, COUNT(*), SUM(input_tokens),
+		SUM(output_tokens), SUM(cost), SUM(charge), SUM(savings) FROM usage GROUP BY account_id, at / 86400000000`); err != nil {
+		b.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	// The cursor of the page that ends 100 records before the oldest one.
+	deep := strconv.FormatInt(int64(1_700_000_000_000_000)+200*1000, 10) + "." + strconv.Itoa(201)
+	for _, c := range []struct{ name, cursor string }{{"first", ""}, {"at-100k", deep}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				p, err := s.Usage(ctx, store.UsageQuery{AccountID: "a", Limit: 100, Cursor: c.cursor})
+				if err != nil || len(p.Records) != 100 {
+					b.Fatalf("%d records, %v", len(p.Records), err)
+				}
+			}
+		})
+	}
+	b.Run("daily-100k", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.DailyUsage(ctx, "a", time.Time{}, time.Now()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

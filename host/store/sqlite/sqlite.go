@@ -121,7 +121,16 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if err := s.migrate(ctx); err != nil {
+	// Switching a fresh file to WAL takes an exclusive lock that SQLite's
+	// busy handler does not wait for, so two processes opening a new file
+	// at once may see SQLITE_BUSY here: retry, bounded.
+	for range 50 {
+		if err = s.migrate(ctx); !isBusy(err) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: migrate %s: %w", abs, err)
 	}
@@ -292,6 +301,12 @@ func notFound(err error, what string) error {
 		return fmt.Errorf("%s: %w", what, store.ErrNotFound)
 	}
 	return err
+}
+
+// isBusy reports whether err is SQLITE_BUSY or SQLITE_LOCKED (any extended code).
+func isBusy(err error) bool {
+	var e *sqlite.Error
+	return errors.As(err, &e) && (e.Code()&0xff == sqlite3.SQLITE_BUSY || e.Code()&0xff == sqlite3.SQLITE_LOCKED)
 }
 
 // isUnique reports whether err is a UNIQUE or PRIMARY KEY violation.

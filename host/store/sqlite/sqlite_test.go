@@ -51,7 +51,7 @@ func TestMigrationsApplyOnce(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir)
 	v, err := s.SchemaVersion(context.Background())
-	if err != nil || v != 1 {
+	if err != nil || v != 2 {
 		t.Fatalf("version %d, %v", v, err)
 	}
 	account(t, s, "a", 5)
@@ -383,5 +383,71 @@ func TestKeysRoundTrip(t *testing.T) {
 	}
 	if ks, _ := s.ListKeys(ctx, "a"); len(ks) != 1 {
 		t.Fatalf("%d keys", len(ks))
+	}
+}
+
+// Two stores opening a fresh file at once (as two processes would) apply
+// the migrations once between them.
+func TestConcurrentOpen(t *testing.T) {
+	dir := t.TempDir()
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := Open(context.Background(), filepath.Join(dir, FileName), Options{})
+			if err == nil {
+				s.Close()
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := open(t, dir)
+	var n int
+	s.r.QueryRow(`SELECT COUNT(*) FROM schema_version`).Scan(&n)
+	if ms, _ := loadMigrations(); n != len(ms) {
+		t.Fatalf("%d schema_version rows for %d migrations", n, len(ms))
+	}
+}
+
+// 64 concurrent reservations against one budget never hold or spend more
+// than its limit, whatever the account holds.
+func TestBudgetConcurrent(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir())
+	account(t, s, "a", 1_000_000)
+	const limit, each = 1000, 70
+	b := []store.Budget{{Name: "key:k:day", Limit: limit}}
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := s.Reserve(ctx, store.ReserveRequest{AccountID: "a", RequestID: fmt.Sprint(i), Amount: each, Budgets: b})
+			if errors.Is(err, store.ErrBudgetExceeded) {
+				return
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			s.Settle(ctx, r.ID, each, nil)
+		}()
+	}
+	wg.Wait()
+	var spent, held int64
+	s.r.QueryRow(`SELECT spent, held FROM budgets WHERE name = 'key:k:day'`).Scan(&spent, &held)
+	if spent > limit || held != 0 || spent != limit/each*each {
+		t.Fatalf("spent %d, held %d, limit %d", spent, held, limit)
+	}
+	if a := audit(t, s, "a"); 1_000_000-a.Balance != spent {
+		t.Fatalf("account charged %d, budget spent %d", 1_000_000-a.Balance, spent)
 	}
 }
