@@ -257,6 +257,7 @@ func kvDelete(key string) {
 func storeKey(hexKey string) string { return "r:" + hexKey }
 
 func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
+	keys.tenant = req.Meta.Tenant
 	canon := keys.build(&req.Request)
 	sum := plugin.SHA256(canon)
 	hexKey := hex.EncodeToString(sum[:])

@@ -382,6 +382,7 @@ type keyBuilder struct {
 	segs    [][2]int // scratch: block segments of a run being sorted
 	scratch []byte
 	ignore  []string // extra members left out of the key
+	tenant  string   // the request's tenant: the memo's partition (memo.go)
 
 	msgStart, msgEnd int // the messages section, where volatile markers are looked for
 }
@@ -391,7 +392,7 @@ func (k *keyBuilder) build(req *wire.Request) []byte {
 	k.buf = append(k.buf[:0], keyVersion...)
 	k.calls, k.arena = k.calls[:0], k.arena[:0]
 	k.buf = append(k.buf, sepSection)
-	k.buf = k.n.text(k.buf, req.Model)
+	k.text(req.Model)
 
 	k.buf = append(k.buf, sepSection, 'S')
 	for i := range req.System {
@@ -404,10 +405,10 @@ func (k *keyBuilder) build(req *wire.Request) []byte {
 	for i := range req.Messages {
 		m := &req.Messages[i]
 		k.buf = append(k.buf, sepMessage)
-		k.buf = k.n.text(k.buf, m.Role)
+		k.text(m.Role)
 		if m.Name != "" {
 			k.buf = append(k.buf, sepField, 'n')
-			k.buf = k.n.text(k.buf, m.Name)
+			k.text(m.Name)
 		}
 		k.blocks(m.Content)
 		k.nested(m.Extra)
@@ -417,7 +418,7 @@ func (k *keyBuilder) build(req *wire.Request) []byte {
 	k.buf = append(k.buf, sepSection, 'T')
 	k.tools(req.Tools)
 	k.buf = append(k.buf, sepField)
-	k.buf = k.n.text(k.buf, bstr(req.ToolChoice))
+	k.text(bstr(req.ToolChoice))
 
 	k.buf = append(k.buf, sepSection, 'P')
 	k.params(&req.Params)
@@ -431,9 +432,9 @@ func (k *keyBuilder) build(req *wire.Request) []byte {
 				}
 			}
 			k.buf = append(k.buf, sepBlock)
-			k.buf = k.n.text(k.buf, bstr(key))
+			k.text(bstr(key))
 			k.buf = append(k.buf, sepField)
-			k.buf = k.n.text(k.buf, bstr(val))
+			k.text(bstr(val))
 		})
 	}
 	return k.buf
@@ -483,17 +484,17 @@ func (k *keyBuilder) block(b *wire.Block) {
 	switch b.Type {
 	case wire.BlockText:
 		k.buf = append(k.buf, 't')
-		k.buf = k.n.text(k.buf, b.Text)
+		k.text(b.Text)
 	case wire.BlockThinking:
 		// The signature is opaque and tied to the text; the text is enough.
 		k.buf = append(k.buf, 'k')
-		k.buf = k.n.text(k.buf, b.Text)
+		k.text(b.Text)
 	case wire.BlockToolUse:
 		k.buf = append(k.buf, 'u')
-		k.buf = k.n.text(k.buf, b.Name)
+		k.text(b.Name)
 		k.buf = append(k.buf, sepField)
 		s := len(k.buf)
-		k.buf = k.n.text(k.buf, bstr(b.Data))
+		k.text(bstr(b.Data))
 		a := len(k.arena)
 		k.arena = append(k.arena, k.buf[s:]...)
 		k.calls = append(k.calls, call{id: b.ID, name: b.Name, in: [2]int{a, len(k.arena)}})
@@ -501,17 +502,17 @@ func (k *keyBuilder) block(b *wire.Block) {
 		k.buf = append(k.buf, 'r')
 		for i := len(k.calls) - 1; i >= 0; i-- {
 			if k.calls[i].id == b.ID {
-				k.buf = k.n.text(k.buf, k.calls[i].name)
+				k.text(k.calls[i].name)
 				k.buf = append(k.buf, sepField)
 				k.buf = append(k.buf, k.arena[k.calls[i].in[0]:k.calls[i].in[1]]...)
 				break
 			}
 		}
 		k.buf = append(k.buf, sepField)
-		k.buf = k.n.text(k.buf, b.Text)
+		k.text(b.Text)
 		if len(b.Data) > 0 {
 			k.buf = append(k.buf, sepField)
-			k.buf = k.n.text(k.buf, bstr(b.Data))
+			k.text(bstr(b.Data))
 		}
 		if b.IsError {
 			k.buf = append(k.buf, sepField, 'E')
@@ -524,7 +525,7 @@ func (k *keyBuilder) block(b *wire.Block) {
 		k.buf = raw(k.buf, b.Data)
 		if b.Text != "" {
 			k.buf = append(k.buf, sepField)
-			k.buf = k.n.text(k.buf, b.Text)
+			k.text(b.Text)
 		}
 	}
 	k.nested(b.Extra)
@@ -555,11 +556,11 @@ func (k *keyBuilder) tools(ts []wire.Tool) {
 	for i := range ts {
 		t := &ts[i]
 		k.buf = append(k.buf, sepBlock)
-		k.buf = k.n.text(k.buf, t.Name)
+		k.text(t.Name)
 		k.buf = append(k.buf, sepField)
-		k.buf = k.n.text(k.buf, t.Description)
+		k.text(t.Description)
 		k.buf = append(k.buf, sepField)
-		k.buf = k.n.text(k.buf, bstr(t.Schema))
+		k.text(bstr(t.Schema))
 		k.nested(t.Extra)
 	}
 }
@@ -579,9 +580,9 @@ func (k *keyBuilder) nested(extra []byte) {
 			return
 		}
 		k.buf = append(k.buf, sepField, 'x')
-		k.buf = k.n.text(k.buf, bstr(key))
+		k.text(bstr(key))
 		k.buf = append(k.buf, sepField)
-		k.buf = k.n.text(k.buf, bstr(val))
+		k.text(bstr(val))
 	})
 }
 
