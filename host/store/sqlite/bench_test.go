@@ -121,3 +121,20 @@ func BenchmarkUsagePage(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkReserve is the reservation alone, the storage part of
+// admission (the settlement happens after the upstream answered).
+func BenchmarkReserve(b *testing.B) {
+	ctx := context.Background()
+	s := open(b, b.TempDir())
+	account(b, s, "a", 1<<60)
+	budgets := []store.Budget{{Name: "key:k:day", Limit: 1 << 61}, {Name: "acct:a:month", Limit: 1 << 61}}
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		i++
+		if _, err := s.Reserve(ctx, store.ReserveRequest{AccountID: "a", KeyID: "k", RequestID: strconv.Itoa(i), Amount: 5000, Budgets: budgets}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
