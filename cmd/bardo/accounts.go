@@ -61,7 +61,7 @@ func openData(ctx context.Context, dir string) (*sqlite.Store, *auth.Authenticat
 	if err != nil {
 		return nil, nil, err
 	}
-	return s, auth.New(s, secret, auth.Options{}), nil
+	return s, auth.New(s, secret, auth.Options{Accounts: s}), nil
 }
 
 // subcommand splits "[-data DIR] SUB args…".

@@ -42,13 +42,17 @@ type Options struct {
 	// MaxCached bounds the cache (default 100,000 keys); when full it is
 	// emptied.
 	MaxCached int
-	Now       func() time.Time
+	// Accounts, when set, makes Verify refuse the keys of a disabled
+	// account too (read with the key record, so also within TTL).
+	Accounts store.Accounts
+	Now      func() time.Time
 }
 
 // Authenticator verifies keys against a store.Keys, caching verified
 // records.
 type Authenticator struct {
 	keys   store.Keys
+	accts  store.Accounts
 	hasher Hasher
 	ttl    time.Duration
 	max    int
@@ -61,7 +65,7 @@ type Authenticator struct {
 
 // New returns an Authenticator over keys hashing under secret.
 func New(keys store.Keys, secret []byte, opt Options) *Authenticator {
-	a := &Authenticator{keys: keys, hasher: NewHasher(secret), ttl: opt.TTL, max: opt.MaxCached, now: opt.Now,
+	a := &Authenticator{keys: keys, accts: opt.Accounts, hasher: NewHasher(secret), ttl: opt.TTL, max: opt.MaxCached, now: opt.Now,
 		cache: map[string]*Principal{}}
 	if a.ttl <= 0 {
 		a.ttl = 10 * time.Second
@@ -81,6 +85,9 @@ type Principal struct {
 	Key    store.Key
 	nets   []netip.Prefix
 	loaded time.Time
+	// accountDisabled is the account's state when the record was loaded
+	// (false without Options.Accounts).
+	accountDisabled bool
 }
 
 // Access is what a request wants to do.
@@ -175,6 +182,13 @@ func (a *Authenticator) Verify(ctx context.Context, token string) (*Principal, e
 			return nil, fmt.Errorf("%w: stored CIDR: %v", ErrUnauthenticated, err)
 		}
 		p = &Principal{Key: k, nets: nets, loaded: now}
+		if a.accts != nil {
+			acct, err := a.accts.Account(ctx, k.AccountID)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return nil, err
+			}
+			p.accountDisabled = err != nil || acct.Disabled
+		}
 	}
 	// The secret is checked before any state, so only its holder learns
 	// that a key is revoked or expired (and even then, by the same error).
@@ -194,6 +208,8 @@ func (a *Authenticator) Verify(ctx context.Context, token string) (*Principal, e
 		return nil, fmt.Errorf("%w: revoked", ErrUnauthenticated)
 	case p.Key.Disabled:
 		return nil, fmt.Errorf("%w: disabled", ErrUnauthenticated)
+	case p.accountDisabled:
+		return nil, fmt.Errorf("%w: account disabled", ErrUnauthenticated)
 	case !p.Key.Expires.IsZero() && !now.Before(p.Key.Expires):
 		return nil, fmt.Errorf("%w: expired", ErrUnauthenticated)
 	}

@@ -151,6 +151,21 @@ func TestExpiryAndDisabled(t *testing.T) {
 	_ = k
 }
 
+func TestAccountDisabled(t *testing.T) {
+	s := openStore(t)
+	c := newClock()
+	a := New(s, secret(), Options{Now: c.Now, Accounts: s, TTL: time.Second})
+	tok, _, err := a.Create(ctx(), "acct", KeySpec{})
+	mustNil(t, err)
+	_, err = a.Verify(ctx(), tok)
+	mustNil(t, err)
+	mustNil(t, s.SetAccountDisabled(ctx(), "acct", true))
+	c.Add(time.Second) // the CLI disabled it: seen after the TTL
+	if _, err := a.Verify(ctx(), tok); !isUnauth(err) {
+		t.Fatalf("key of a disabled account: %v", err)
+	}
+}
+
 // Every refusal says the same thing to the caller.
 func TestUnauthenticatedSaysNothing(t *testing.T) {
 	s := openStore(t)

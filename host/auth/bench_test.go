@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -23,7 +24,9 @@ func BenchmarkVerify(b *testing.B) {
 			}
 			acc := Access{Model: "claude-sonnet-4-5", ClientIP: peer("127.0.0.1"), Spends: true}
 			b.ReportAllocs()
+			var lat []time.Duration
 			for b.Loop() {
+				t0 := time.Now()
 				p, err := a.Verify(ctx(), tok)
 				if err != nil {
 					b.Fatal(err)
@@ -31,7 +34,13 @@ func BenchmarkVerify(b *testing.B) {
 				if err := p.Allow(acc); err != nil {
 					b.Fatal(err)
 				}
+				if len(lat) < 1<<20 {
+					lat = append(lat, time.Since(t0))
+				}
 			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
 		})
 	}
 }
