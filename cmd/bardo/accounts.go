@@ -44,11 +44,11 @@ The data directory defaults to [storage].data_dir of $BARDO_CONFIG or ./pipeline
 // dir if set, else the config's [storage].data_dir.
 func openData(ctx context.Context, dir string) (*sqlite.Store, *auth.Authenticator, error) {
 	if dir == "" {
-		cfg, err := config.Load(config.DefaultPath(os.Getenv))
+		st, err := config.LoadStorage(config.DefaultPath(os.Getenv))
 		if err != nil {
 			return nil, nil, fmt.Errorf("finding the data directory (or pass -data): %w", err)
 		}
-		dir = cfg.Storage.DataDir
+		dir = st.DataDir
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, err

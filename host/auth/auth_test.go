@@ -238,8 +238,7 @@ func TestGlob(t *testing.T) {
 }
 
 func TestLoadSecret(t *testing.T) {
-	t.Setenv(SecretEnv, "")
-	os.Unsetenv(SecretEnv)
+	t.Setenv(SecretEnv, "") // empty counts as unset
 	dir := filepath.Join(t.TempDir(), "data")
 	s1, err := LoadSecret(dir)
 	mustNil(t, err)

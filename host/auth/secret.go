@@ -21,11 +21,11 @@ const SecretFile = "key_secret"
 const minSecretLen = 32
 
 // LoadSecret returns the server secret keys are hashed under: $BARDO_KEY_SECRET
-// if set, else the data directory's key_secret file, created with 32 random
+// if set and not empty, else the data directory's key_secret file, created with 32 random
 // bytes (hex) and mode 0600 on first use. Losing it invalidates every key;
 // a file readable by group or others is refused.
 func LoadSecret(dataDir string) ([]byte, error) {
-	if v, ok := os.LookupEnv(SecretEnv); ok {
+	if v := os.Getenv(SecretEnv); v != "" {
 		if len(v) < minSecretLen {
 			return nil, fmt.Errorf("auth: %s must hold at least %d characters", SecretEnv, minSecretLen)
 		}

@@ -1,5 +1,13 @@
 package config
 
+import (
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/BurntSushi/toml"
+)
+
 // Storage holds the [storage] table: where the gateway keeps its durable
 // state (accounts, keys, the ledger, usage; host/store).
 type Storage struct {
@@ -46,4 +54,30 @@ func (c *checker) storage(tree map[string]any) Storage {
 	}
 	s.DataDir = c.abs(dataDir)
 	return s
+}
+
+// LoadStorage reads only the [storage] table of the file at path, so the
+// operator CLI (bardo accounts, bardo keys) finds the data directory on a
+// machine where the plugins and models the rest of the file names are not
+// built. A missing file yields the defaults relative to its directory.
+func LoadStorage(path string) (Storage, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return Storage{}, err
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil && !os.IsNotExist(err) {
+		return Storage{}, err
+	}
+	var tree map[string]any
+	if _, err := toml.Decode(string(data), &tree); err != nil {
+		return Storage{}, syntaxError(path, data, err)
+	}
+	c := &checker{file: path, dir: filepath.Dir(abs), pos: locate(string(data))}
+	s := c.storage(tree)
+	if len(c.problems) > 0 {
+		sort.SliceStable(c.problems, func(i, j int) bool { return c.problems[i].Line < c.problems[j].Line })
+		return Storage{}, &ValidationError{Problems: c.problems}
+	}
+	return s, nil
 }
