@@ -16,6 +16,7 @@ import (
 
 	"github.com/bardoinference/bardo/host/auth"
 	"github.com/bardoinference/bardo/host/config"
+	"github.com/bardoinference/bardo/host/pricing"
 	"github.com/bardoinference/bardo/host/store"
 	"github.com/bardoinference/bardo/host/store/sqlite"
 )
@@ -152,7 +153,7 @@ func accountsCmd(ctx context.Context, args []string, out, stderr io.Writer) erro
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tNAME\tTIER\tBALANCE\tHELD\tSTATE")
 		for _, a := range as {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Name, a.Tier, store.FormatUSD(a.Balance), store.FormatUSD(a.Held), state(a.Disabled, time.Time{}, time.Time{}))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.Name, a.Tier, usd(a.Balance), usd(a.Held), state(a.Disabled, time.Time{}, time.Time{}))
 		}
 		return tw.Flush()
 	case "show":
@@ -165,7 +166,7 @@ func accountsCmd(ctx context.Context, args []string, out, stderr io.Writer) erro
 			return err
 		}
 		fmt.Fprintf(out, "id         %s\nname       %s\ntier       %s\nbalance    %s\nheld       %s\navailable  %s\nstate      %s\ncreated    %s\n",
-			a.ID, a.Name, a.Tier, store.FormatUSD(a.Balance), store.FormatUSD(a.Held), store.FormatUSD(a.Available()),
+			a.ID, a.Name, a.Tier, usd(a.Balance), usd(a.Held), usd(a.Available()),
 			state(a.Disabled, time.Time{}, time.Time{}), a.Created.Format(time.RFC3339))
 		if err := s.Audit(ctx, a.ID); err != nil {
 			fmt.Fprintf(out, "audit      FAILED: %v\n", err)
@@ -178,7 +179,7 @@ func accountsCmd(ctx context.Context, args []string, out, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		amt, err := store.ParseUSD(pos[1])
+		amt, err := parseUSD(pos[1])
 		if err != nil {
 			return err
 		}
@@ -198,7 +199,7 @@ func accountsCmd(ctx context.Context, args []string, out, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "entry %d: %s %s; balance %s\n", e.Seq, e.Kind, store.FormatUSD(e.Amount), store.FormatUSD(a.Balance))
+		fmt.Fprintf(out, "entry %d: %s %s; balance %s\n", e.Seq, e.Kind, usd(e.Amount), usd(a.Balance))
 	case "tier":
 		pos, err := parseArgs(fs, rest, 2, 2)
 		if err != nil {
@@ -244,7 +245,7 @@ func keysCmd(ctx context.Context, args []string, out, stderr io.Writer) error {
 		}
 		spec := auth.KeySpec{Name: *name, ReadOnly: *ro, Models: splitComma(*models), CIDRs: splitComma(*cidrs)}
 		if *limit != "" {
-			if spec.SpendLimit, err = store.ParseUSD(*limit); err != nil {
+			if spec.SpendLimit, err = parseUSD(*limit); err != nil {
 				return err
 			}
 		}
@@ -313,6 +314,15 @@ func keysCmd(ctx context.Context, args []string, out, stderr io.Writer) error {
 	return nil
 }
 
+// usd formats micro-USD as host/pricing does in the response headers.
+func usd(micro int64) string { return pricing.Micros(micro).String() }
+
+// parseUSD parses an exact decimal dollar amount (no floats).
+func parseUSD(s string) (int64, error) {
+	m, err := pricing.ParseUSD(strings.TrimPrefix(s, "$"))
+	return int64(m), err
+}
+
 func splitComma(s string) []string {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
@@ -329,7 +339,7 @@ func scopes(k store.Key) string {
 		s = append(s, "read-only")
 	}
 	if k.SpendLimit > 0 {
-		s = append(s, "limit $"+store.FormatUSD(k.SpendLimit))
+		s = append(s, "limit $"+usd(k.SpendLimit))
 	}
 	if len(k.Models) > 0 {
 		s = append(s, "models "+strings.Join(k.Models, ","))
