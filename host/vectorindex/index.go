@@ -384,7 +384,8 @@ func (ix *Index) write(t *tenant, f func()) (err error) {
 // Tenants with at most ExactBelow distinct live vectors are scanned
 // exactly; larger ones are searched approximately through their graph (see
 // README.md for measured recall), and may return fewer than k matches when
-// tombstones crowd the beam.
+// tombstones crowd the beam. A query bit-identical to a stored vector
+// always finds that vector's entries (looked up by hash, not the graph).
 func (ix *Index) Search(tenant string, vec []float32, k int, minScore float32) ([]Match, error) {
 	if ix.closed.Load() {
 		return nil, ErrClosed
