@@ -317,13 +317,16 @@ func (g *Graph[K]) selectNeighbors(cands []link, m int) []link {
 	return out
 }
 
-// addLink adds an out-edge from node id on layer l. If the node already has
-// m edges, one of the m+1 goes (possibly e itself), chosen like the paper's
-// neighbor selection (Algorithm 4, as hnswlib re-prunes full lists): links
-// the heuristic rejects (their target is nearer to another kept neighbor,
-// so it stays reachable through it) go first, farthest first, and only then
-// the farthest kept one. On layer 0 a link is never the one dropped if it
-// is its target's only way in — unless every candidate is (then as above).
+// addLink adds an out-edge from node id on layer l. A full list is pruned
+// with the paper's neighbor selection heuristic (Algorithm 4), over its m
+// links and e, as hnswlib does: a candidate nearer to another, nearer
+// candidate than to the list's owner is reachable through that one and
+// goes. On layer 0 the list keeps only the heuristic's choice (so the next
+// few additions need no pruning), plus any link that is its target's only
+// in-edge (in-degrees are tracked), then the farthest are dropped down to
+// m if need be — never an only in-edge while another choice exists. Upper
+// layers, which only guide the descent, drop one link: the farthest
+// rejected one, else the farthest.
 //
 // Why: the first version dropped the longest link, and a node far from its
 // neighbors (an outlier, or a point at the edge of a tight cluster) was
@@ -333,51 +336,102 @@ func (g *Graph[K]) selectNeighbors(cands []link, m int) []link {
 // of stored vectors not found by a search for themselves
 // (host/vectorindex/README.md, "Reachability").
 func (g *Graph[K]) addLink(s *scratch, id uint32, l int, e link, m int) {
-	var ls []link
-	if l == 0 {
-		b := g.block0(id)
-		n := int(b[0].id)
-		if n < m {
-			b[1+n] = e
-			b[0].id++
-			g.indeg[e.id]++
-			return
-		}
-		ls = b[1 : 1+n]
-	} else {
-		ls = g.upper[id][l-1]
+	if l > 0 {
+		ls := g.upper[id][l-1]
 		if len(ls) < m {
 			g.upper[id][l-1] = append(ls, e)
 			return
 		}
+		kept, rejected := g.classify(s, ls, e)
+		v := kept[len(kept)-1]
+		if len(rejected) > 0 {
+			v = rejected[len(rejected)-1]
+		}
+		if int(v) < len(ls) {
+			ls[v] = e
+		}
+		return
 	}
-	v := g.pruneVictim(s, ls, e, l == 0)
-	if v == len(ls) {
-		return // e itself
-	}
-	if l == 0 {
-		g.indeg[ls[v].id]--
-		g.indeg[e.id]++
-	}
-	ls[v] = e
-}
 
-// pruneVictim returns which of ls (index) or e (len(ls)) a full neighbor
-// list drops to admit e; see addLink. ls and e carry their distances to the
-// list's owner.
-func (g *Graph[K]) pruneVictim(s *scratch, ls []link, e link, protect bool) int {
-	// Candidate i < len(ls) is ls[i]; len(ls) is e. Order nearest first
-	// (ties by id, so builds are deterministic).
-	c := append(s.prune[:0], make([]int32, len(ls)+1)...)
-	for i := range c {
-		c[i] = int32(i)
+	b := g.block0(id)
+	n := int(b[0].id)
+	if n < m {
+		b[1+n] = e
+		b[0].id++
+		g.indeg[e.id]++
+		return
 	}
+	ls := b[1 : 1+n]
 	at := func(i int32) link {
 		if int(i) == len(ls) {
 			return e
 		}
 		return ls[i]
 	}
+	// soleIn reports whether candidate i must stay for its target to keep
+	// an in-edge: an existing link that is the only one, or e while its
+	// target (the node being added) has none yet.
+	soleIn := func(i int32) bool {
+		if int(i) == len(ls) {
+			return g.indeg[e.id] == 0
+		}
+		return g.indeg[ls[i].id] == 1
+	}
+	kept, rejected := g.classify(s, ls, e)
+	keep := s.links[:0]
+	for _, i := range kept {
+		keep = append(keep, at(i))
+	}
+	for _, i := range rejected {
+		if soleIn(i) {
+			keep = append(keep, at(i))
+		}
+	}
+	for len(keep) > m {
+		// Drop the farthest link whose target keeps another in-edge (or,
+		// if there is none, the farthest).
+		w, far := -1, len(keep)-1
+		for j, k := range keep {
+			if k.dist > keep[far].dist {
+				far = j
+			}
+			sole := (k.id == e.id && g.indeg[e.id] == 0) || (k.id != e.id && g.indeg[k.id] == 1)
+			if !sole && (w < 0 || k.dist > keep[w].dist) {
+				w = j
+			}
+		}
+		if w < 0 {
+			w = far
+		}
+		keep = append(keep[:w], keep[w+1:]...)
+	}
+	s.links = keep
+	for _, o := range ls {
+		g.indeg[o.id]--
+	}
+	b[0].id = uint32(copy(b[1:], keep))
+	for _, k := range keep {
+		g.indeg[k.id]++
+	}
+}
+
+// classify runs the neighbor selection heuristic over a full list ls and a
+// new link e (all carrying their distance to the list's owner) and returns
+// candidate indexes (len(ls) stands for e), each group nearest first: kept
+// ones are nearer to the owner than to every nearer kept one. The slices
+// are s's buffers.
+func (g *Graph[K]) classify(s *scratch, ls []link, e link) (kept, rejected []int32) {
+	at := func(i int32) link {
+		if int(i) == len(ls) {
+			return e
+		}
+		return ls[i]
+	}
+	c := append(s.prune[:0], make([]int32, len(ls)+1)...)
+	for i := range c {
+		c[i] = int32(i)
+	}
+	// Ties by id, so builds are deterministic.
 	slices.SortFunc(c, func(a, b int32) int {
 		la, lb := at(a), at(b)
 		if x := cmp.Compare(la.dist, lb.dist); x != 0 {
@@ -385,9 +439,7 @@ func (g *Graph[K]) pruneVictim(s *scratch, ls []link, e link, protect bool) int 
 		}
 		return cmp.Compare(la.id, lb.id)
 	})
-	// The heuristic: a candidate is kept if it is nearer to the owner than
-	// to every nearer kept candidate.
-	kept, rejected := s.kept[:0], s.rejected[:0]
+	kept, rejected = s.kept[:0], s.rejected[:0]
 	for _, i := range c {
 		li := at(i)
 		vi := g.vecs[li.id]
@@ -405,29 +457,7 @@ func (g *Graph[K]) pruneVictim(s *scratch, ls []link, e link, protect bool) int 
 		}
 	}
 	s.prune, s.kept, s.rejected = c, kept, rejected
-	// Drop order: rejected farthest first, then kept farthest first; the
-	// first droppable one goes.
-	droppable := func(i int32) bool {
-		switch {
-		case !protect:
-			return true
-		case int(i) == len(ls): // not admitting e leaves its target as is
-			return g.indeg[e.id] >= 1
-		default: // dropping ls[i] costs its target an in-edge
-			return g.indeg[ls[i].id] >= 2
-		}
-	}
-	for _, group := range [2][]int32{rejected, kept} {
-		for j := len(group) - 1; j >= 0; j-- {
-			if droppable(group[j]) {
-				return int(group[j])
-			}
-		}
-	}
-	if len(rejected) > 0 {
-		return int(rejected[len(rejected)-1])
-	}
-	return int(kept[len(kept)-1])
+	return kept, rejected
 }
 
 // greedy walks layer l from cur towards q, one best neighbor at a time
@@ -528,8 +558,9 @@ type scratch struct {
 	visited []uint64
 	cands   []link
 	res     []link
-	// prune, kept and rejected are pruneVictim's buffers.
+	// prune, kept, rejected and links are addLink's buffers.
 	prune, kept, rejected []int32
+	links                 []link
 }
 
 func (g *Graph[K]) getScratch() *scratch {
