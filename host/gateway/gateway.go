@@ -159,10 +159,31 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 	var (
 		tried   []string // "provider:status" of failed attempts, for X-Bardo-Fallback
 		lastErr *wire.Error
+		// Providers backing off after a 429 are tried after every other
+		// candidate, not skipped: one caller's rate limit must not turn
+		// the others away while the provider may still serve them.
+		later     []candidate
+		exhausted bool // the plan has no candidate left
 	)
 providers:
 	for {
-		pr, model, werr := plan.next()
+		var (
+			pr    *pipeline.Provider
+			model string
+			werr  *wire.Error
+		)
+		if !exhausted {
+			pr, model, werr = plan.next()
+			exhausted = pr == nil && (werr == nil || werr.Status == 503)
+		}
+		switch {
+		case exhausted && len(later) > 0:
+			pr, model, werr = later[0].pr, later[0].model, nil
+			later = later[1:]
+		case pr != nil && g.backingOff(pr.Spec.Name):
+			later = append(later, candidate{pr, model})
+			continue
+		}
 		if werr != nil {
 			// Every provider that could serve is out of service: a cached
 			// answer beats an error.
@@ -177,7 +198,7 @@ providers:
 		}
 		route := wire.Route{Provider: pr.Spec.Name, Model: model, BaseURL: pr.Spec.BaseURL}
 		if !g.available(route.Provider) {
-			tried = append(tried, route.Provider+":"+g.unavailableWhy(route.Provider))
+			tried = append(tried, route.Provider+":down")
 			continue
 		}
 		x.Meta.Annotations = setKV(x.Meta.Annotations, AnnotationProvider, route.Provider)
@@ -243,9 +264,6 @@ providers:
 		ctx.Response.Header.Set(HeaderFallback, strings.Join(tried, ","))
 	}
 	g.Events.Emit(eventlog.ProvidersExhausted, rid, map[string]any{"tried": tried})
-	if lastErr == nil {
-		lastErr = g.backoffError(x.Req.Model, tried)
-	}
 	if lastErr == nil && rctx.Err() != nil {
 		lastErr = &wire.Error{Status: 504, Kind: wire.ErrTimeout, Message: "the request's time ran out before a provider could be tried"}
 	}
@@ -292,6 +310,7 @@ type attemptOutcome struct {
 	err       *wire.Error        // the failure
 	transient bool               // another try or provider may succeed
 	upStatus  int                // the upstream's own status, when it answered an error
+	unusable  bool               // the adapter refused a 2xx answer (VerifySuccess): no privacy confirmation, a bad receipt
 }
 
 // attempt encodes the request for one provider and calls its upstream. A
@@ -353,7 +372,7 @@ func (g *Gateway) attempt(rctx context.Context, p *pipeline.Pipeline, x *pipelin
 			} else {
 				resp.Close()
 			}
-			return attemptOutcome{err: werr, transient: werr.Retryable}
+			return attemptOutcome{err: werr, transient: werr.Retryable, unusable: true}
 		}
 	}
 	if !call.Stream {

@@ -1,10 +1,10 @@
 package gateway
 
 import (
-	"strings"
 	"time"
 
 	"github.com/bardoinference/bardo/host/health"
+	"github.com/bardoinference/bardo/host/pipeline"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -63,6 +63,11 @@ func outcomeKind(out attemptOutcome) health.Kind {
 	switch {
 	case e == nil:
 		return health.OK
+	case out.unusable:
+		// An answer the adapter refused (Venice without its no-retention
+		// headers) is the deployment's doing, never the request's: like a
+		// connection failure, a run of them takes the provider out.
+		return health.Connect
 	case e.Kind == wire.ErrTimeout:
 		return health.Timeout
 	case e.Status == 429 || e.Kind == wire.ErrRateLimit:
@@ -85,36 +90,14 @@ func retryAfter(e *wire.Error) time.Duration {
 	return time.Duration(e.RetryAfterMs) * time.Millisecond
 }
 
-// unavailableWhy names why health skipped a provider, for X-Bardo-Fallback:
-// "rate-limited" while it backs off after a 429, else "down".
-func (g *Gateway) unavailableWhy(provider string) string {
-	if s, ok := g.Health.Get(provider); ok && !s.BackoffUntil.IsZero() && s.State == health.Closed {
-		return "rate-limited"
-	}
-	return "down"
+// backingOff reports whether provider answered 429 recently: it is tried
+// after the other candidates (health.Tracker.BackingOff).
+func (g *Gateway) backingOff(provider string) bool {
+	return g.Health != nil && g.Health.BackingOff(provider)
 }
 
-// backoffError is the caller's answer when every candidate was skipped and
-// all of them only because they are backing off after a 429: a rate limit
-// (429) with the shortest remaining back-off as Retry-After, not an outage.
-// nil otherwise.
-func (g *Gateway) backoffError(model string, tried []string) *wire.Error {
-	if g.Health == nil || len(tried) == 0 {
-		return nil
-	}
-	var wait time.Duration
-	for i, t := range tried {
-		name, why, _ := strings.Cut(t, ":")
-		if why != "rate-limited" {
-			return nil
-		}
-		s, _ := g.Health.Get(name)
-		if d := time.Until(s.BackoffUntil); i == 0 || d < wait {
-			wait = d
-		}
-	}
-	ms := max(wait.Milliseconds(), 1)
-	return &wire.Error{Status: 429, Kind: wire.ErrRateLimit, RetryAfterMs: ms,
-		Message: "every provider that can serve model " + model + " is rate limited by its upstream (" +
-			strings.Join(tried, ", ") + "); retry after the Retry-After interval"}
+// candidate is a provider and model the plan offered, kept for later.
+type candidate struct {
+	pr    *pipeline.Provider
+	model string
 }

@@ -99,8 +99,10 @@ type Config struct {
 	// an answer (5xx included) ends the run.
 	ConsecutiveFailures int
 	// RateLimitBackoff is how long a backend backs off after a 429 that
-	// named no wait [1s]. While it backs off it is not Available; its
-	// state and error rate are untouched.
+	// named no wait [1s]. While it backs off it is still Available (one
+	// caller's rate limit — a token-heavy request, a per-model limit — must
+	// not turn every caller away), but BackingOff: the gateway tries it
+	// after every other candidate. Its state and error rate are untouched.
 	RateLimitBackoff time.Duration
 	// Cooldown is how long a backend stays out the first time [30s]; each
 	// relapse (failing again in half-open, or tripping again less than a
@@ -324,6 +326,13 @@ func (t *Tracker) Allow(name string) bool {
 	return b.Allow()
 }
 
+// BackingOff reports whether the backend answered 429 and the wait it asked
+// for (or RateLimitBackoff) is still running: pick it last, not never.
+func (t *Tracker) BackingOff(name string) bool {
+	b := t.lookup(name)
+	return b != nil && b.backingOff()
+}
+
 // Record counts one upstream attempt's outcome against the backend; see
 // Backend.Record.
 func (t *Tracker) Record(name string, o Outcome) { t.Backend(name).Record(o) }
@@ -466,9 +475,6 @@ func (b *Backend) fire(e *events) {
 // Available reports whether the backend may be picked now; see
 // Tracker.Available.
 func (b *Backend) Available() bool {
-	if b.backingOff() {
-		return false
-	}
 	switch State(b.state.Load()) {
 	case Closed:
 		return true
@@ -496,9 +502,6 @@ func (b *Backend) Available() bool {
 // Allow reports whether a request may be sent now and, in half-open, takes
 // a trial slot for it; see Tracker.Allow.
 func (b *Backend) Allow() bool {
-	if b.backingOff() {
-		return false
-	}
 	if State(b.state.Load()) == Closed {
 		return true
 	}

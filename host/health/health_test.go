@@ -247,8 +247,8 @@ func TestFewBadRequestsDoNotTrip(t *testing.T) {
 
 // TestRateLimitIsBackoff is item 8's second half: a 429 is not a failure.
 // Any number of them leave the backend in, its error rate untouched; it
-// backs off (not Available) for the Retry-After it asked for, or
-// RateLimitBackoff, capped at MaxCooldown.
+// backs off (still Available, but BackingOff: tried last) for the
+// Retry-After it asked for, or RateLimitBackoff, capped at MaxCooldown.
 func TestRateLimitIsBackoff(t *testing.T) {
 	tr, clk, log := newTracker(t, nil)
 	for range 50 {
@@ -258,11 +258,14 @@ func TestRateLimitIsBackoff(t *testing.T) {
 	if s.State != Closed || s.Trips != 0 || s.Errors != 0 || s.Samples != 0 || s.RateLimited != 50 || len(log.all()) != 0 {
 		t.Fatalf("after 50 429s: %+v events %+v", s, log.all())
 	}
-	if tr.Available("a") || tr.Allow("a") || s.Status != StatusDegraded || !s.BackoffUntil.Equal(clk.Now().Add(2*time.Second)) {
+	if !tr.BackingOff("a") || s.Status != StatusDegraded || !s.BackoffUntil.Equal(clk.Now().Add(2*time.Second)) {
 		t.Fatalf("not backing off: %+v", s)
 	}
-	clk.Advance(2 * time.Second)
 	if !tr.Available("a") || !tr.Allow("a") {
+		t.Fatal("a backend backing off after a 429 must stay available (tried last)")
+	}
+	clk.Advance(2 * time.Second)
+	if tr.BackingOff("a") {
 		t.Fatal("still backing off after the Retry-After")
 	}
 	if s, _ := tr.Get("a"); !s.BackoffUntil.IsZero() {
@@ -271,11 +274,11 @@ func TestRateLimitIsBackoff(t *testing.T) {
 	// No hint: the default back-off; a huge one: the cap.
 	tr.Record("b", fail(RateLimited))
 	clk.Advance(DefaultRateLimitBackoff - time.Millisecond)
-	if tr.Available("b") {
+	if !tr.BackingOff("b") {
 		t.Fatal("the default back-off ended early")
 	}
 	clk.Advance(time.Millisecond)
-	if !tr.Available("b") {
+	if tr.BackingOff("b") {
 		t.Fatal("the default back-off did not end")
 	}
 	tr.Record("c", Outcome{Kind: RateLimited, RetryAfter: time.Hour})

@@ -154,12 +154,18 @@ func TestExplicitModel(t *testing.T) {
 
 // A provider whose resolve() panics, answers without a model, answers
 // something that cannot be encoded, or is too slow does not serve the
-// intent: the walk goes on to OpenRouter. The control gateway shows the same
+// intent: the walk goes on to OpenRouter. ("Too slow" is an untrusted
+// plugin's: its deadline is hard. A trusted plugin's timeout is a budget —
+// a completed call is kept, docs/abi.md — so the slow one runs untrusted.) The control gateway shows the same
 // provider serving when its resolve() behaves, so the fall-through is the
 // misbehaviour's doing. Each bad provider's catalog is cheaper and first in
 // order: it would win otherwise.
 func TestMisbehavingResolve(t *testing.T) {
 	bad := func(name, mode string) string {
+		trusted := "true"
+		if mode == "slow" {
+			trusted = "false"
+		}
 		return `
 [[provider]]
 name = "` + name + `"
@@ -167,7 +173,7 @@ plugin = "badresolve.wasm"
 base_url = "FAKE_URL/v1"
 credential = "env:OR_KEY"
 models = ["bad/*"]
-trusted = true
+trusted = ` + trusted + `
 model = [{ id = "bad/cheap", quality = "maximum", input_price = "0.01", output_price = "0.01" }]
 [provider.config]
 mode = "` + mode + `"
