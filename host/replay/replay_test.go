@@ -6,8 +6,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,24 +16,8 @@ import (
 	"github.com/bardoinference/bardo/host/catalog"
 	"github.com/bardoinference/bardo/host/fakeupstream"
 	"github.com/bardoinference/bardo/host/testkit/apitest"
-	"github.com/bardoinference/bardo/host/testkit/modeltest"
 	"github.com/bardoinference/bardo/host/testkit/testgateway"
-	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
 )
-
-func init() {
-	// Every shipped layer, by the file name pipeline.toml gives it.
-	root, err := wasmbuild.Root()
-	if err != nil {
-		return
-	}
-	entries, _ := os.ReadDir(filepath.Join(root, "plugins", "layers"))
-	for _, e := range entries {
-		if e.IsDir() {
-			testgateway.Plugins[e.Name()+".wasm"] = "plugins/layers/" + e.Name()
-		}
-	}
-}
 
 const upKey = testgateway.FakeUpstreamKey
 
@@ -134,51 +116,6 @@ func cost(t testing.TB, cat map[string]catalog.Model, b fakeupstream.Bill) int64
 	return m.Input.Cost(int64(b.Input)) + m.CacheWrite.Cost(int64(b.CacheWrite5m)) + 2*m.Input.Cost(int64(b.CacheWrite1h)) +
 		m.CacheRead.Cost(int64(b.CacheRead)) + m.Output.Cost(int64(b.Output))
 }
-
-// shipped splits the repository's pipeline.toml into its models (with an
-// absolute directory) and its [[layer]] entries, each exactly as shipped.
-func shipped(t testing.TB) (models string, layers []layer) {
-	t.Helper()
-	root, err := wasmbuild.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	modeltest.Dir(t, modeltest.Glove)
-	modeltest.Dir(t, modeltest.Injection)
-	src, err := os.ReadFile(filepath.Join(root, "pipeline.toml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mod strings.Builder
-	section := ""
-	for line := range strings.Lines(string(src)) {
-		if strings.HasPrefix(line, "[") {
-			section = strings.Trim(strings.TrimSpace(strings.SplitN(line, "#", 2)[0]), "[]")
-			if section == "layer" {
-				layers = append(layers, layer{})
-			}
-		}
-		switch {
-		case section == "models" || section == "model":
-			if k, _, ok := strings.Cut(line, "="); ok && strings.TrimSpace(k) == "dir" {
-				line = `dir = "` + filepath.Join(root, "build", "models") + "\"\n"
-			}
-			mod.WriteString(line)
-		case section == "layer" || strings.HasPrefix(section, "layer."):
-			l := &layers[len(layers)-1]
-			l.toml += line
-			if k, v, ok := strings.Cut(line, "="); ok && strings.TrimSpace(k) == "name" && l.name == "" {
-				l.name = strings.Trim(strings.TrimSpace(strings.SplitN(v, "#", 2)[0]), `"`)
-			}
-		}
-	}
-	if len(layers) == 0 {
-		t.Fatal("pipeline.toml has no [[layer]]")
-	}
-	return mod.String(), layers
-}
-
-type layer struct{ name, toml string }
 
 // vclock is the providers' cache clock: replays advance it by each turn's
 // gap instead of waiting.
@@ -337,16 +274,16 @@ func TestPricedReplays(t *testing.T) {
 		t.Skip("replays start eleven gateways")
 	}
 	cat := prices(t)
-	models, layers := shipped(t)
+	models, layers := testgateway.ShippedPipeline(t)
 	traces := []Trace{loadTrace(t, "coding-agent.json"), loadTrace(t, "defi-agent.json")}
 
 	var all []string
 	for _, l := range layers {
-		all = append(all, l.toml)
+		all = append(all, l.TOML)
 	}
 	ways := []way{{name: "direct", direct: true}, {name: "gateway, no layers"}, {name: "shipped pipeline", layers: strings.Join(all, "\n")}}
 	for _, l := range layers {
-		ways = append(ways, way{name: l.name + " alone", layers: l.toml})
+		ways = append(ways, way{name: l.Name + " alone", layers: l.TOML})
 	}
 
 	results := make([][]outcome, len(ways))
@@ -421,23 +358,23 @@ func TestPricedReplays(t *testing.T) {
 		for i := 2; i < len(ways); i++ {
 			o := results[i][j]
 			// A refused request costs nothing and saves nothing: every
-			// request must be answered for a bill to count.
-			// DEPENDS ON in-progress fixes of issue 11: pii (tx hashes
-			// blocked, item 7) and locally answered streams (item 1).
+			// request must be answered for a bill to count. (Before issue
+			// 11's fixes pii refused every turn after a tx hash, and
+			// locally answered streams failed in the stream phase.)
 			if o.failed > 0 {
 				t.Errorf("%s through %s: %d of %d requests failed (%s)", tr.Name, ways[i].name, o.failed, o.requests, o.firstErr)
 			}
 			// Another context's answer is a wrong answer, not a saving.
-			// DEPENDS ON the in-progress semcache fix of issue 11 (item 3:
-			// requests meet only within the same exact context).
+			// (Before semcache 2.0 — requests meet only within the same
+			// exact context — it answered 10 DeFi turns from another.)
 			if o.reused > 0 {
 				t.Errorf("%s through %s: %d requests answered with another context's answer", tr.Name, ways[i].name, o.reused)
 			}
 			// No layer, and not the shipped pipeline, may cost more than
-			// sending directly. Needed the toolprune fix of issue 11 (item
-			// 6, committed in 11cb726); FAILS for compress (+10.9 % on the
-			// coding session at ad4dc5e: folding cached history rewrites
-			// the provider's cache), with no fix in progress when written.
+			// sending directly. (Before issue 11: toolprune +63.5 % on the
+			// coding session, a new tool list nearly every turn; compress
+			// +10.9 %, folding cached history rewrote the provider's cache.
+			// Both now price what they change.)
 			if o.nanoUSD > direct.nanoUSD {
 				t.Errorf("%s through %s costs $%.4f, more than the $%.4f it costs sent directly (%+.1f%%)", tr.Name, ways[i].name,
 					float64(o.nanoUSD)/1e9, float64(direct.nanoUSD)/1e9, 100*float64(o.nanoUSD-direct.nanoUSD)/float64(direct.nanoUSD))

@@ -31,6 +31,29 @@ func init() {
 // when the offline models are not built.
 func ShippedLayers(tb testing.TB) string {
 	tb.Helper()
+	models, layers := ShippedPipeline(tb)
+	var out strings.Builder
+	out.WriteString(models)
+	for _, l := range layers {
+		out.WriteString(l.TOML)
+	}
+	return out.String()
+}
+
+// ShippedLayer is one [[layer]] entry of the repository's pipeline.toml,
+// its sub-tables included, exactly as written.
+type ShippedLayer struct {
+	Name string
+	TOML string
+}
+
+// ShippedPipeline splits the repository's pipeline.toml into its models
+// ([models] with an absolute directory, and every [[model]]) and its
+// [[layer]] entries in order, so a test can start the shipped pipeline or
+// any one of its layers alone. It fails tb when the offline models are not
+// built or the file has no layer.
+func ShippedPipeline(tb testing.TB) (models string, layers []ShippedLayer) {
+	tb.Helper()
 	root, err := wasmbuild.Root()
 	if err != nil {
 		tb.Fatal(err)
@@ -41,20 +64,31 @@ func ShippedLayers(tb testing.TB) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var out strings.Builder
-	keep := true
+	var mod strings.Builder
+	section := ""
 	for line := range strings.Lines(string(src)) {
 		if strings.HasPrefix(line, "[") {
-			table := strings.Trim(strings.TrimSpace(strings.SplitN(line, "#", 2)[0]), "[]")
-			keep = table != "server" && table != "provider" && !strings.HasPrefix(table, "provider.")
+			section = strings.Trim(strings.TrimSpace(strings.SplitN(line, "#", 2)[0]), "[]")
+			if section == "layer" {
+				layers = append(layers, ShippedLayer{})
+			}
 		}
-		if !keep {
-			continue
+		switch {
+		case section == "models" || section == "model":
+			if k, _, ok := strings.Cut(line, "="); ok && strings.TrimSpace(k) == "dir" {
+				line = `dir = "` + filepath.Join(root, "build", "models") + "\"\n"
+			}
+			mod.WriteString(line)
+		case section == "layer" || strings.HasPrefix(section, "layer."):
+			l := &layers[len(layers)-1]
+			l.TOML += line
+			if k, v, ok := strings.Cut(line, "="); ok && strings.TrimSpace(k) == "name" && l.Name == "" {
+				l.Name = strings.Trim(strings.TrimSpace(strings.SplitN(v, "#", 2)[0]), `"`)
+			}
 		}
-		if k, _, ok := strings.Cut(line, "="); ok && strings.TrimSpace(k) == "dir" {
-			line = `dir = "` + filepath.Join(root, "build", "models") + "\"\n"
-		}
-		out.WriteString(line)
 	}
-	return out.String()
+	if len(layers) == 0 {
+		tb.Fatal("pipeline.toml has no [[layer]]")
+	}
+	return mod.String(), layers
 }
