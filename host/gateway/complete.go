@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/bardoinference/bardo/host/pipeline"
 	hostrouting "github.com/bardoinference/bardo/host/routing"
@@ -56,69 +55,46 @@ func (g *Gateway) Complete(ctx context.Context, tenant string, c sandbox.Complet
 	if c.Subsystem != "" {
 		x.Meta.Annotations = setKV(x.Meta.Annotations, AnnotationSubsystem, c.Subsystem)
 	}
-	next, err := completionRoutes(p, x, c.Subsystem)
+	src, err := completionRoutes(p, x, c.Subsystem)
 	if err != nil {
 		return sandbox.CompletionResult{}, err
 	}
-	var last *wire.Error
-	for {
-		pr, model := next()
-		if pr == nil {
-			break
+	res := g.failover(ctx, p, x, src, failoverOptions{pinModel: true})
+	switch {
+	case res.planErr != nil:
+		return sandbox.CompletionResult{}, errors.New(res.planErr.Message)
+	case res.final && (res.out.resp != nil || res.out.local != nil):
+		resp, werr := g.completeResponse(ctx, p, res.pr, res.route, x, res.out)
+		if werr != nil {
+			return sandbox.CompletionResult{}, errors.New(werr.Message)
 		}
-		x.Req.Model = model
-		route := wire.Route{Provider: pr.Spec.Name, Model: model, BaseURL: pr.Spec.BaseURL}
-		if !g.available(route.Provider) {
-			continue
-		}
-		for try := 0; try < 2; try++ {
-			if !g.allow(route.Provider) {
-				break
-			}
-			began := time.Now()
-			out := g.attempt(ctx, p, x, pr, route)
-			g.record(route.Provider, out, time.Since(began), try > 0)
-			if out.resp != nil || out.local != nil {
-				resp, werr := g.completeResponse(ctx, p, pr, route, x, out)
-				if werr != nil {
-					return sandbox.CompletionResult{}, errors.New(werr.Message)
-				}
-				return sandbox.CompletionResult{Response: resp, Provider: route.Provider, Model: route.Model}, nil
-			}
-			last = out.err
-			if !out.transient {
-				return sandbox.CompletionResult{}, errors.New(out.err.Message)
-			}
-			wait, again := g.retrySame(out)
-			if !again || try == 1 || !sleepCtx(ctx, wait) {
-				break
-			}
-		}
-	}
-	if last == nil {
+		return sandbox.CompletionResult{Response: resp, Provider: res.route.Provider, Model: res.route.Model}, nil
+	case res.final:
+		return sandbox.CompletionResult{}, errors.New(res.out.err.Message)
+	case res.lastErr == nil:
 		return sandbox.CompletionResult{}, errors.New("no provider serves the internal completion")
 	}
-	return sandbox.CompletionResult{}, fmt.Errorf("every provider failed; last: %s", last.Message)
+	return sandbox.CompletionResult{}, fmt.Errorf("every provider failed; last: %s", res.lastErr.Message)
 }
 
 // completionRoutes yields the providers to try for an internal completion:
 // by the models globs for an explicit model, else by resolving the
 // subsystem's intent against the catalogs (again without each one that
 // failed), as for a caller's request.
-func completionRoutes(p *pipeline.Pipeline, x *pipeline.Exchange, subsystem string) (func() (*pipeline.Provider, string), error) {
+func completionRoutes(p *pipeline.Pipeline, x *pipeline.Exchange, subsystem string) (routeSource, error) {
 	if !hostrouting.IsAutoModel(x.Req.Model) {
 		cands, werr := p.Candidates(x)
 		if werr != nil {
 			return nil, errors.New(werr.Message)
 		}
-		i := 0
-		return func() (*pipeline.Provider, string) {
+		model, i := x.Req.Model, 0
+		return completionSource(func() (*pipeline.Provider, string) {
 			if i == len(cands) {
 				return nil, ""
 			}
 			i++
-			return cands[i-1], x.Req.Model
-		}, nil
+			return cands[i-1], model
+		}), nil
 	}
 	in, _ := routing.SubsystemIntent(subsystem)
 	tried := map[string]bool{}
@@ -146,13 +122,22 @@ func completionRoutes(p *pipeline.Pipeline, x *pipeline.Exchange, subsystem stri
 		return nil, fmt.Errorf("internal completion (%s): %w", subsystem, resolveErr)
 	}
 	pending := true
-	return func() (*pipeline.Provider, string) {
+	return completionSource(func() (*pipeline.Provider, string) {
 		if pending {
 			pending = false
 			return pr, model
 		}
 		return next()
-	}, nil
+	}), nil
+}
+
+// completionSource is an internal completion's candidates as a routeSource:
+// it has no error of its own beyond the first resolution.
+type completionSource func() (*pipeline.Provider, string)
+
+func (f completionSource) next() (*pipeline.Provider, string, *wire.Error) {
+	pr, model := f()
+	return pr, model, nil
 }
 
 // completeResponse decodes a successful attempt into the canonical response.

@@ -156,103 +156,36 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 		g.finishError(ctx, x, werr)
 		return
 	}
-	var (
-		tried   []string // "provider:status" of failed attempts, for X-Bardo-Fallback
-		lastErr *wire.Error
-		// Providers backing off after a 429 are tried after every other
-		// candidate, not skipped: one caller's rate limit must not turn
-		// the others away while the provider may still serve them.
-		later     []candidate
-		exhausted bool // the plan has no candidate left
-	)
-providers:
-	for {
-		var (
-			pr    *pipeline.Provider
-			model string
-			werr  *wire.Error
-		)
-		if !exhausted {
-			pr, model, werr = plan.next()
-			exhausted = pr == nil && (werr == nil || werr.Status == 503)
-		}
-		switch {
-		case exhausted && len(later) > 0:
-			pr, model, werr = later[0].pr, later[0].model, nil
-			later = later[1:]
-		case pr != nil && g.backingOff(pr.Spec.Name):
-			later = append(later, candidate{pr, model})
-			continue
-		}
-		if werr != nil {
-			// Every provider that could serve is out of service: a cached
-			// answer beats an error.
-			if werr.Status == 503 && g.answerStale(ctx, rctx, held, p, x, tried) {
-				return
-			}
-			g.finishError(ctx, x, werr)
+	res := g.failover(rctx, p, x, plan, failoverOptions{})
+	tried := res.tried
+	switch {
+	case res.planErr != nil:
+		// Every provider that could serve is out of service: a cached
+		// answer beats an error.
+		if res.planErr.Status == 503 && g.answerStale(ctx, rctx, held, p, x, tried) {
 			return
 		}
-		if pr == nil {
-			break
+		g.finishError(ctx, x, res.planErr)
+		return
+	case res.final:
+		out, route := res.out, res.route
+		setRoute(ctx, route, tried)
+		switch {
+		case out.local != nil:
+			g.answerLocal(ctx, rctx, held, p, x, out.local)
+		case out.resp != nil && out.call.Stream:
+			// The stream writer runs after serve returns; it owns the
+			// pipeline reference, the context and the upstream response
+			// from here on.
+			st := &streamer{g: g, p: p, pr: res.pr, route: route, x: x, resp: out.resp, first: out.first,
+				upDialect: out.call.ResponseDialect, ctx: rctx, done: held.handOff()}
+			st.start(ctx)
+		case out.resp != nil:
+			g.answerUpstream(ctx, rctx, p, res.pr, route, x, out.call, out.resp)
+		default:
+			g.finishError(ctx, x, out.err)
 		}
-		route := wire.Route{Provider: pr.Spec.Name, Model: model, BaseURL: pr.Spec.BaseURL}
-		if !g.available(route.Provider) {
-			tried = append(tried, route.Provider+":down")
-			continue
-		}
-		x.Meta.Annotations = setKV(x.Meta.Annotations, AnnotationProvider, route.Provider)
-		x.Meta.Annotations = setKV(x.Meta.Annotations, AnnotationModel, route.Model)
-		for try := 0; try < 2; try++ {
-			if rctx.Err() != nil {
-				// The request's deadline is spent: no attempt can succeed
-				// now (nor say anything about the provider); a kept answer
-				// beats the timeout.
-				break providers
-			}
-			if !g.allow(route.Provider) {
-				break // half-open and its trial slot is taken: next provider
-			}
-			began := time.Now()
-			out := g.attempt(rctx, p, x, pr, route)
-			g.record(route.Provider, out, time.Since(began), try > 0)
-			switch {
-			case out.local != nil:
-				setRoute(ctx, route, tried)
-				g.answerLocal(ctx, rctx, held, p, x, out.local)
-				return
-			case out.resp != nil && out.call.Stream:
-				setRoute(ctx, route, tried)
-				// The stream writer runs after serve returns; it owns the
-				// pipeline reference, the context and the upstream response
-				// from here on.
-				st := &streamer{g: g, p: p, pr: pr, route: route, x: x, resp: out.resp, first: out.first,
-					upDialect: out.call.ResponseDialect, ctx: rctx, done: held.handOff()}
-				st.start(ctx)
-				return
-			case out.resp != nil:
-				setRoute(ctx, route, tried)
-				g.answerUpstream(ctx, rctx, p, pr, route, x, out.call, out.resp)
-				return
-			case !out.transient:
-				setRoute(ctx, route, tried)
-				g.finishError(ctx, x, out.err)
-				return
-			}
-			lastErr = out.err
-			tried = append(tried, route.Provider+":"+strconv.FormatInt(out.err.Status, 10))
-			g.Events.Emit(eventlog.ProviderFallback, rid, map[string]any{
-				"failed": route.Provider, "model": route.Model, "status": out.err.Status, "reason": out.err.Message, "try": try + 1})
-			g.Log.Warn("upstream attempt failed", "request_id", rid, "provider", route.Provider,
-				"try", try+1, "status", out.err.Status, "err", out.err.Message)
-			wait, again := g.retrySame(out)
-			if !again || try == 1 {
-				break // on to the next provider
-			}
-			if !sleepCtx(rctx, wait) {
-				break
-			}
-		}
+		return
 	}
 	// Every candidate failed: a cached answer if a layer keeps one, else the
 	// caller gets the last failure, and the fallback header says what was
@@ -264,6 +197,7 @@ providers:
 		ctx.Response.Header.Set(HeaderFallback, strings.Join(tried, ","))
 	}
 	g.Events.Emit(eventlog.ProvidersExhausted, rid, map[string]any{"tried": tried})
+	lastErr := res.lastErr
 	if lastErr == nil && rctx.Err() != nil {
 		lastErr = &wire.Error{Status: 504, Kind: wire.ErrTimeout, Message: "the request's time ran out before a provider could be tried"}
 	}
