@@ -85,6 +85,15 @@ type Metrics interface {
 	PluginMetric(plugin string, kind int, name string, value float64)
 }
 
+// HostMetrics is implemented by a Metrics that also takes the sandbox's own
+// declared metrics (bardo_sandbox_*: call latency, failures, pool waits,
+// instances); telemetry.Registry does, a test sink need not.
+type HostMetrics interface {
+	Add(name string, v float64, labels ...string)
+	Set(name string, v float64, labels ...string)
+	Observe(name string, v float64, labels ...string)
+}
+
 // CallInfo identifies the request a call serves; host functions use it to
 // namespace kv keys by tenant and to tag logs.
 type CallInfo struct {
@@ -124,6 +133,8 @@ type Plugin struct {
 	closed       atomic.Bool
 	closeOnce    sync.Once
 	runtimeFreed atomic.Bool
+
+	host HostMetrics // nil: the sandbox's own metrics are dropped
 
 	// Counters for tests and metrics.
 	instantiated atomic.Int64
@@ -196,6 +207,9 @@ func Load(ctx context.Context, opts Options) (*Plugin, error) {
 		log:   opts.Log.With("plugin", opts.Name),
 		idle:  make(chan *instance, opts.PoolSize),
 		slots: make(chan struct{}, opts.PoolSize),
+	}
+	if p.host, _ = opts.Metrics.(HostMetrics); p.host != nil {
+		p.host.Set("bardo_sandbox_pool_size", float64(opts.PoolSize), "plugin", opts.Name)
 	}
 	p.runtime = wazero.NewRuntimeWithConfig(ctx, rc)
 	fail := func(err error) (*Plugin, error) {
@@ -317,6 +331,7 @@ func (p *Plugin) instantiate(ctx context.Context) (*instance, error) {
 		in.ops[op] = mod.ExportedFunction(name)
 	}
 	p.instantiated.Add(1)
+	p.count("bardo_sandbox_instances_created_total")
 	// Init is part of making the instance, not of the request that happened
 	// to need it: it gets its own deadline, so a request with little time
 	// left cannot leave a half-initialized instance behind.
@@ -325,6 +340,7 @@ func (p *Plugin) instantiate(ctx context.Context) (*instance, error) {
 	if _, err := p.callInstance(ictx, in, plugin.OpInit, nil, CallInfo{}); err != nil {
 		in.mod.Close(context.Background())
 		p.discarded.Add(1)
+		p.count("bardo_sandbox_instances_discarded_total")
 		return nil, fmt.Errorf("init: %w", err)
 	}
 	return in, nil
@@ -345,6 +361,10 @@ func (p *Plugin) acquire(ctx context.Context) (*instance, error) {
 	case in := <-p.idle:
 		return in, nil
 	default:
+	}
+	if p.host != nil && len(p.slots) == cap(p.slots) {
+		// Every instance is busy: this call queues.
+		p.host.Add("bardo_sandbox_pool_waits_total", 1, "plugin", p.opts.Name)
 	}
 	select {
 	case in := <-p.idle:
@@ -372,6 +392,7 @@ func (p *Plugin) release(in *instance) {
 func (p *Plugin) discard(in *instance) {
 	in.mod.Close(context.Background())
 	p.discarded.Add(1)
+	p.count("bardo_sandbox_instances_discarded_total")
 	<-p.slots
 	p.maybeFreeRuntime()
 }
@@ -413,6 +434,9 @@ func (p *Plugin) Call(ctx context.Context, op plugin.Op, in []byte, info CallInf
 	}()
 	began := time.Now()
 	out, err = p.callInstance(ctx, inst, op, in, info)
+	if p.host != nil {
+		p.observeCall(op, time.Since(began), err)
+	}
 	if p.opts.Trusted && p.opts.Timeout > 0 {
 		if took := time.Since(began); took > p.opts.Timeout {
 			p.overBudget(op, took, info)
@@ -432,6 +456,32 @@ func (p *Plugin) Call(ctx context.Context, op plugin.Op, in []byte, info CallInf
 	}
 	p.release(inst)
 	return out, err
+}
+
+// count adds one to a bardo_sandbox_* counter labelled by the plugin.
+func (p *Plugin) count(name string) {
+	if p.host != nil {
+		p.host.Add(name, 1, "plugin", p.opts.Name)
+	}
+}
+
+// observeCall records a call's latency and, when it failed, why.
+func (p *Plugin) observeCall(op plugin.Op, took time.Duration, err error) {
+	name := exportNames[op]
+	p.host.Observe("bardo_sandbox_call_seconds", took.Seconds(), "plugin", p.opts.Name, "op", name)
+	if err == nil {
+		return
+	}
+	kind := "error" // the plugin reported an error (its instance is kept)
+	switch {
+	case errors.Is(err, ErrTrap):
+		kind = "trap"
+	case errors.Is(err, ErrTimeout):
+		kind = "timeout"
+	case errors.Is(err, context.Canceled):
+		kind = "canceled"
+	}
+	p.host.Add("bardo_sandbox_call_failures_total", 1, "plugin", p.opts.Name, "op", name, "kind", kind)
 }
 
 // metricCounter is the counter kind of the metric host function.

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -112,8 +111,7 @@ func (sv *Server) handle(ctx *fasthttp.RequestCtx) {
 			writeError(ctx, dialectOf(ctx), &wire.Error{Status: 500, Kind: wire.ErrInternal,
 				Message: "the gateway hit an internal error serving this request; it has been logged"})
 		}
-		sv.Metrics.Add("bardo_http_requests_total", 1, "path", routeLabel(ctx), "code", strconv.Itoa(ctx.Response.StatusCode()))
-		sv.Metrics.Observe("bardo_http_request_seconds", time.Since(start).Seconds(), "path", routeLabel(ctx))
+		sv.observe(ctx, start)
 	}()
 	if smuggled(&ctx.Request.Header) {
 		refuseSmuggled(ctx)
@@ -124,8 +122,7 @@ func (sv *Server) handle(ctx *fasthttp.RequestCtx) {
 		sv.healthz(ctx)
 		return
 	case "/metrics":
-		ctx.SetContentType("text/plain; version=0.0.4")
-		sv.Metrics.WriteTo(ctx)
+		sv.metrics(ctx)
 		return
 	case "/admin/cache/flush":
 		if sv.Admin != nil && sv.Admin.Token != "" {
