@@ -7,6 +7,7 @@ import (
 	"io"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -18,25 +19,37 @@ import (
 )
 
 // holds is what a request holds until its answer is written: the cancel of
-// its context and its reference to the pipeline. serve ends them when it
-// returns, unless a stream writer took them over with handOff: fasthttp runs
-// the writer on a goroutine of its own, started at SetBodyStreamWriter, that
-// outlives serve and still runs plugins (the stream phase) under that
-// context, on that pipeline. (Ended by serve, they raced the writer: most
-// replayed streams lost, their layers' calls cancelled.)
+// its context, its reference to the pipeline, and its settlement. serve ends
+// them when it returns, unless a stream writer took them over with handOff:
+// fasthttp runs the writer on a goroutine of its own, started at
+// SetBodyStreamWriter, that outlives serve and still runs plugins (the
+// stream phase) under that context, on that pipeline. (Ended by serve, they
+// raced the writer: most replayed streams lost, their layers' calls
+// cancelled.) Whoever ends them settles the request, so it is settled
+// exactly once.
 type holds struct {
+	g       *Gateway
+	ctx     *fasthttp.RequestCtx
+	x       *pipeline.Exchange // nil until the request is decoded and admitted
 	cancel  context.CancelFunc
 	release func()
+	began   time.Time
+	s       Settlement
+	handed  bool
 }
 
 // handOff transfers the holds to the caller, who must call the returned
-// function once the answer is written; end then does nothing.
+// function once the answer is written; end then does nothing. The caller
+// owns h.s until then.
 func (h *holds) handOff() (done func()) {
 	cancel, release := h.cancel, h.release
-	h.cancel, h.release = nil, nil
+	h.cancel, h.release, h.handed = nil, nil, true
+	h.s.Streamed = true
+	h.s.Status = h.ctx.Response.StatusCode()
 	return func() {
 		cancel()
 		release()
+		h.settle()
 	}
 }
 
@@ -49,14 +62,37 @@ func (h *holds) also(cancel context.CancelFunc) {
 	}
 }
 
-// end releases whatever was not handed off.
+// end releases whatever was not handed off, and settles a request whose
+// answer serve wrote itself.
 func (h *holds) end() {
+	if h.handed {
+		return
+	}
 	if h.cancel != nil {
 		h.cancel()
 	}
 	if h.release != nil {
 		h.release()
 	}
+	h.s.Status = h.ctx.Response.StatusCode()
+	h.settle()
+}
+
+// fail marks the request as answered with e.
+func (h *holds) fail(e *wire.Error) {
+	h.s.Path, h.s.Err = PathError, e
+}
+
+func (h *holds) settle() {
+	h.s.Latency = time.Since(h.began)
+	if h.x != nil {
+		for _, kv := range h.x.Headers {
+			if strings.EqualFold(kv.Key, "X-Bardo-Cache") {
+				h.s.Cache = kv.Value
+			}
+		}
+	}
+	h.g.settle(&h.s)
 }
 
 // answerLocal answers with a response produced inside the gateway (a layer's
@@ -69,10 +105,17 @@ func (g *Gateway) answerLocal(ctx *fasthttp.RequestCtx, rctx context.Context, he
 	if x.Meta.Stream {
 		evs := events.FromResponse(resp, g.ReplayChunk)
 		startStream(ctx, x)
+		tab := &held.s
+		tab.Usage = &resp.Usage
 		done := held.handOff()
 		ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
 			defer done()
-			defer func() { g.streamPanicked(w, x, recover()) }()
+			defer func() {
+				if g.streamPanicked(w, x, recover()) {
+					tab.StreamEnd = StreamBroken
+				}
+			}()
+			tab.StreamEnd = StreamClientGone // until the end is out
 			enc := codecFor(x.Meta.Dialect).NewStreamEncoder(x.Req)
 			out, werr := p.StreamPhase(rctx, x, evs, true)
 			if werr != nil {
@@ -92,25 +135,32 @@ func (g *Gateway) answerLocal(ctx *fasthttp.RequestCtx, rctx context.Context, he
 					time.Sleep(pace)
 				}
 			}
-			w.Write(buf)
-			w.Flush()
+			if _, err := w.Write(buf); err != nil || w.Flush() != nil {
+				return
+			}
+			tab.StreamEnd = StreamEnded
+			if werr != nil {
+				tab.StreamEnd, tab.Err = StreamBroken, werr
+			}
 		})
 		return
 	}
 	if werr := p.ResponsePhase(rctx, x, resp); werr != nil {
-		g.finishError(ctx, x, werr)
+		g.finishError(ctx, held, werr)
 		return
 	}
-	g.writeResponse(ctx, x, resp)
+	g.writeResponse(ctx, held, resp)
 }
 
-func (g *Gateway) writeResponse(ctx *fasthttp.RequestCtx, x *pipeline.Exchange, resp *wire.Response) {
+func (g *Gateway) writeResponse(ctx *fasthttp.RequestCtx, held *holds, resp *wire.Response) {
+	x := held.x
 	b, err := codecFor(x.Meta.Dialect).EncodeResponse(resp)
 	if err != nil {
 		g.Log.Error("encoding response", "request_id", x.Meta.RequestID, "err", err)
-		g.finishError(ctx, x, &wire.Error{Status: 502, Kind: wire.ErrUpstream, Message: "the upstream's answer could not be expressed in the caller's dialect"})
+		g.finishError(ctx, held, &wire.Error{Status: 502, Kind: wire.ErrUpstream, Message: "the upstream's answer could not be expressed in the caller's dialect"})
 		return
 	}
+	held.s.Usage = &resp.Usage
 	setHeaders(ctx, x)
 	ctx.SetContentType("application/json")
 	ctx.SetBody(b)
@@ -119,18 +169,20 @@ func (g *Gateway) writeResponse(ctx *fasthttp.RequestCtx, x *pipeline.Exchange, 
 // answerUpstream answers a buffered upstream response. When the upstream
 // speaks the caller's dialect and no layer reads responses, its bytes are
 // forwarded as they came.
-func (g *Gateway) answerUpstream(ctx *fasthttp.RequestCtx, rctx context.Context, p *pipeline.Pipeline, pr *pipeline.Provider, route wire.Route, x *pipeline.Exchange, call *wire.UpstreamCall, resp *upstream.Response) {
+func (g *Gateway) answerUpstream(ctx *fasthttp.RequestCtx, rctx context.Context, held *holds, p *pipeline.Pipeline, pr *pipeline.Provider, route wire.Route, x *pipeline.Exchange, call *wire.UpstreamCall, resp *upstream.Response) {
 	if call.ResponseDialect == x.Meta.Dialect && !p.HasResponseLayers() {
+		held.s.Path = PathPassthrough
 		setHeaders(ctx, x)
 		ctx.SetContentType("application/json")
 		ctx.SetBody(resp.Body)
 		return
 	}
+	held.s.Path = PathUpstream
 	var canon *wire.Response
 	if call.ResponseDialect != wire.DialectNone {
 		r, err := codecFor(call.ResponseDialect).DecodeResponse(resp.Body)
 		if err != nil {
-			g.finishError(ctx, x, &wire.Error{Status: 502, Kind: wire.ErrUpstream,
+			g.finishError(ctx, held, &wire.Error{Status: 502, Kind: wire.ErrUpstream,
 				Message: "upstream " + route.Provider + " returned a response that is not valid " + call.ResponseDialect.String() + ": " + err.Error()})
 			return
 		}
@@ -138,7 +190,7 @@ func (g *Gateway) answerUpstream(ctx *fasthttp.RequestCtx, rctx context.Context,
 	} else {
 		r, werr := p.Decode(rctx, x, pr, route, resp.Status, resp.Headers, resp.Body)
 		if werr != nil {
-			g.finishError(ctx, x, werr)
+			g.finishError(ctx, held, werr)
 			return
 		}
 		canon = r
@@ -147,10 +199,10 @@ func (g *Gateway) answerUpstream(ctx *fasthttp.RequestCtx, rctx context.Context,
 	// the caller asked for.
 	unwrapStructured(x, canon)
 	if werr := p.ResponsePhase(rctx, x, canon); werr != nil {
-		g.finishError(ctx, x, werr)
+		g.finishError(ctx, held, werr)
 		return
 	}
-	g.writeResponse(ctx, x, canon)
+	g.writeResponse(ctx, held, canon)
 }
 
 func startStream(ctx *fasthttp.RequestCtx, x *pipeline.Exchange) {
@@ -172,8 +224,9 @@ type streamer struct {
 	upDialect wire.Dialect
 
 	ctx    context.Context
-	done   func() // ends the request's holds (holds.handOff)
-	broken bool   // the stream did not finish cleanly: drop the connection
+	tab    *Settlement // the request's settlement, the writer's until done
+	done   func()      // ends the request's holds and settles (holds.handOff)
+	broken bool        // the stream did not finish cleanly: drop the connection
 }
 
 func (s *streamer) start(ctx *fasthttp.RequestCtx) {
@@ -198,9 +251,19 @@ func (s *streamer) run(w *bufio.Writer) {
 	defer func() {
 		if s.g.streamPanicked(w, s.x, recover()) {
 			s.broken = true
+			s.tab.StreamEnd = StreamBroken
 		}
 	}()
 	passthrough := s.upDialect == s.x.Meta.Dialect && !s.p.HasStreamLayers()
+	// Until the end is out, a return is the client going away; the other
+	// ends say so.
+	s.tab.StreamEnd, s.tab.Path = StreamClientGone, PathUpstream
+	var usage wire.Usage
+	if passthrough {
+		s.tab.Path = PathPassthrough
+	} else {
+		s.tab.Usage = &usage
+	}
 	var (
 		dec    streamDecoder
 		enc    streamEncoder
@@ -218,6 +281,7 @@ func (s *streamer) run(w *bufio.Writer) {
 	}
 	fail := func(e *wire.Error) {
 		s.broken = true
+		s.tab.StreamEnd, s.tab.Err = StreamBroken, e
 		s.g.Log.Warn("stream failed", "request_id", s.x.Meta.RequestID, "provider", s.route.Provider, "err", e.Message)
 		if passthrough {
 			enc = codecFor(s.x.Meta.Dialect).NewStreamEncoder(s.x.Req)
@@ -263,6 +327,7 @@ func (s *streamer) run(w *bufio.Writer) {
 		buf = buf[:0]
 		if passthrough {
 			if final {
+				s.tab.StreamEnd = StreamEnded
 				return
 			}
 			sawEnd = sawEnd || isEndMarker(ev)
@@ -298,6 +363,7 @@ func (s *streamer) run(w *bufio.Writer) {
 				return
 			}
 			for i := range evs {
+				addUsage(&usage, &evs[i])
 				buf = enc.Encode(buf, &evs[i])
 			}
 		}
@@ -313,6 +379,7 @@ func (s *streamer) run(w *bufio.Writer) {
 			}
 		}
 		if final {
+			s.tab.StreamEnd = StreamEnded
 			return
 		}
 	}

@@ -23,7 +23,9 @@ func TestStreamWriterPanicIsContained(t *testing.T) {
 	var ctx fasthttp.RequestCtx
 	x := &pipeline.Exchange{Meta: wire.Meta{RequestID: "req_panic", Dialect: wire.DialectOpenAI, Stream: true}, Req: &wire.Request{Model: "m"}}
 	cancelled, released := false, false
-	held := &holds{cancel: func() { cancelled = true }, release: func() { released = true }}
+	held := &holds{g: g, ctx: &ctx, x: x, cancel: func() { cancelled = true }, release: func() { released = true }}
+	var settled []Settlement
+	g.SetObserver(observerFunc(func(s Settlement) { settled = append(settled, s) }))
 	resp := &wire.Response{Content: []wire.Block{{Type: wire.BlockText, Text: "a cached answer"}}}
 	g.answerLocal(&ctx, context.Background(), held, nil, x, resp)
 	body, err := io.ReadAll(ctx.Response.BodyStream())
@@ -33,7 +35,14 @@ func TestStreamWriterPanicIsContained(t *testing.T) {
 	if !strings.Contains(string(body), "internal error") || !cancelled || !released {
 		t.Fatalf("body %q, holds cancelled=%v released=%v", body, cancelled, released)
 	}
+	if len(settled) != 1 || settled[0].StreamEnd != StreamBroken {
+		t.Fatalf("settled %+v", settled)
+	}
 	if !strings.Contains(logged.String(), "panic writing a stream") {
 		t.Fatalf("the panic was not logged: %s", logged.String())
 	}
 }
+
+type observerFunc func(Settlement)
+
+func (f observerFunc) Settled(s Settlement) { f(s) }

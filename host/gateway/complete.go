@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/bardoinference/bardo/host/pipeline"
 	hostrouting "github.com/bardoinference/bardo/host/routing"
@@ -27,7 +28,23 @@ const defaultCompleteMaxTokens = 1024
 // not recurse into itself, and what it passes already went through the
 // layers before it (L7 masks personal data before L5 summarises, so nothing
 // private leaves).
-func (g *Gateway) Complete(ctx context.Context, tenant string, c sandbox.Completion) (sandbox.CompletionResult, error) {
+func (g *Gateway) Complete(ctx context.Context, tenant string, c sandbox.Completion) (res sandbox.CompletionResult, err error) {
+	// Settled once, charged to the caller whose request caused it.
+	s := Settlement{RequestID: newRequestID(), Tenant: tenant, Dialect: wire.DialectOpenAI, Path: PathInternal, Internal: true}
+	began := time.Now()
+	defer func() {
+		s.Latency = time.Since(began)
+		s.Status = 200
+		if err != nil {
+			if s.Err == nil {
+				s.Err = &wire.Error{Status: 502, Kind: wire.ErrUpstream, Message: err.Error()}
+			}
+			s.Status = int(s.Err.Status)
+		} else if res.Response != nil {
+			s.Usage = &res.Response.Usage
+		}
+		g.settle(&s)
+	}()
 	if g.Pipelines == nil {
 		return sandbox.CompletionResult{}, errors.New("the gateway is not serving yet")
 	}
@@ -35,6 +52,7 @@ func (g *Gateway) Complete(ctx context.Context, tenant string, c sandbox.Complet
 	if req == nil || len(req.Messages) == 0 {
 		return sandbox.CompletionResult{}, errors.New("an internal completion needs messages")
 	}
+	s.Asked = req.Model
 	req.Stream = false
 	if req.Params.Set&wire.HasMaxTokens == 0 || req.Params.MaxTokens <= 0 {
 		req.Params.MaxTokens = defaultCompleteMaxTokens
@@ -45,7 +63,7 @@ func (g *Gateway) Complete(ctx context.Context, tenant string, c sandbox.Complet
 	defer release()
 	x := &pipeline.Exchange{
 		Meta: wire.Meta{
-			RequestID: newRequestID(),
+			RequestID: s.RequestID,
 			Tenant:    tenant,
 			Dialect:   wire.DialectOpenAI, // internal: any dialect does, nothing is written back
 			Model:     req.Model,
@@ -59,22 +77,31 @@ func (g *Gateway) Complete(ctx context.Context, tenant string, c sandbox.Complet
 	if err != nil {
 		return sandbox.CompletionResult{}, err
 	}
-	res := g.failover(ctx, p, x, src, failoverOptions{pinModel: true})
+	fr := g.failover(ctx, p, x, src, failoverOptions{pinModel: true})
+	s.Tried = fr.tried
+	if fr.final {
+		s.Provider, s.Model = fr.route.Provider, fr.route.Model
+		s.Upstream = fr.out.resp != nil || fr.out.upStatus != 0
+	}
 	switch {
-	case res.planErr != nil:
-		return sandbox.CompletionResult{}, errors.New(res.planErr.Message)
-	case res.final && (res.out.resp != nil || res.out.local != nil):
-		resp, werr := g.completeResponse(ctx, p, res.pr, res.route, x, res.out)
+	case fr.planErr != nil:
+		s.Err = fr.planErr
+		return sandbox.CompletionResult{}, errors.New(fr.planErr.Message)
+	case fr.final && (fr.out.resp != nil || fr.out.local != nil):
+		resp, werr := g.completeResponse(ctx, p, fr.pr, fr.route, x, fr.out)
 		if werr != nil {
+			s.Err = werr
 			return sandbox.CompletionResult{}, errors.New(werr.Message)
 		}
-		return sandbox.CompletionResult{Response: resp, Provider: res.route.Provider, Model: res.route.Model}, nil
-	case res.final:
-		return sandbox.CompletionResult{}, errors.New(res.out.err.Message)
-	case res.lastErr == nil:
+		return sandbox.CompletionResult{Response: resp, Provider: fr.route.Provider, Model: fr.route.Model}, nil
+	case fr.final:
+		s.Err = fr.out.err
+		return sandbox.CompletionResult{}, errors.New(fr.out.err.Message)
+	case fr.lastErr == nil:
 		return sandbox.CompletionResult{}, errors.New("no provider serves the internal completion")
 	}
-	return sandbox.CompletionResult{}, fmt.Errorf("every provider failed; last: %s", res.lastErr.Message)
+	s.Err = fr.lastErr
+	return sandbox.CompletionResult{}, fmt.Errorf("every provider failed; last: %s", fr.lastErr.Message)
 }
 
 // completionRoutes yields the providers to try for an internal completion:

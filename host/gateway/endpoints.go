@@ -71,7 +71,12 @@ func (g *Gateway) countTokens(ctx *fasthttp.RequestCtx) {
 	rid := newRequestID()
 	ctx.Response.Header.Set(HeaderRequestID, rid)
 
-	x := g.newExchange(ctx, rid, d, req, body)
+	caller, werr := g.admit(ctx, d, req.Model, false)
+	if werr != nil {
+		WriteError(ctx, d, werr)
+		return
+	}
+	x := g.newExchange(ctx, rid, caller.Tenant, d, req, body)
 	if pr, route, werr := p.Route(x); werr == nil {
 		er, werr := p.Encode(ctx, x, pr, route)
 		if werr == nil && er.Call != nil && er.Call.BodyDialect == wire.DialectAnthropic && strings.HasSuffix(er.Call.URL, "/messages") {

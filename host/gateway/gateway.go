@@ -68,7 +68,12 @@ type Gateway struct {
 	// GET /admin/events). nil: no events.
 	Events *eventlog.Log
 
-	regime atomic.Value // string: the market regime (annotations.go)
+	// Admitter identifies the caller before any layer runs (admission.go);
+	// nil: every caller is the anonymous tenant.
+	Admitter Admitter
+
+	regime   atomic.Value             // string: the market regime (annotations.go)
+	observer atomic.Pointer[Observer] // settlement observer (settle.go)
 }
 
 func (g *Gateway) heartbeat() time.Duration {
@@ -102,13 +107,7 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) bool {
 }
 
 func (g *Gateway) onlyPost(ctx *fasthttp.RequestCtx, method string, d wire.Dialect) {
-	if method != fasthttp.MethodPost {
-		ctx.Response.Header.Set("Allow", "POST")
-		WriteError(ctx, d, &wire.Error{Status: 405, Kind: wire.ErrInvalidRequest,
-			Message: "method " + method + " is not allowed on " + string(ctx.Path()) + "; use POST"})
-		return
-	}
-	g.serve(ctx, d)
+	g.serve(ctx, method, d)
 }
 
 // newRequestID returns "req_" and 24 random hex digits.
@@ -118,46 +117,67 @@ func newRequestID() string {
 	return "req_" + hex.EncodeToString(b[:])
 }
 
-// serve is the request's way: decode, request phase, route, encode, upstream,
-// decode, response phase, encode in the caller's dialect.
-func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
+// serve is the request's way: admit, decode, request phase, route, encode,
+// upstream, decode, response phase, encode in the caller's dialect. Every
+// way out settles once (holds.end, or a stream writer's done).
+func (g *Gateway) serve(ctx *fasthttp.RequestCtx, method string, d wire.Dialect) {
 	rid := newRequestID()
+	// A streamed answer is written by a goroutine that outlives serve: its
+	// writer takes the request's context, pipeline reference and settlement
+	// over (held.handOff).
+	held := &holds{g: g, ctx: ctx, began: time.Now(), s: Settlement{RequestID: rid, Dialect: d, Path: PathError}}
+	defer held.end()
+	if method != fasthttp.MethodPost {
+		ctx.Response.Header.Set("Allow", "POST")
+		held.fail(&wire.Error{Status: 405, Kind: wire.ErrInvalidRequest,
+			Message: "method " + method + " is not allowed on " + string(ctx.Path()) + "; use POST"})
+		WriteError(ctx, d, held.s.Err)
+		return
+	}
 	ctx.Response.Header.Set(HeaderRequestID, rid)
 	cd := codecFor(d)
 
 	body := ctx.PostBody()
 	req, err := cd.DecodeRequest(body)
 	if err != nil {
-		WriteError(ctx, d, &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest, Message: err.Error()})
+		held.fail(&wire.Error{Status: 400, Kind: wire.ErrInvalidRequest, Message: err.Error()})
+		WriteError(ctx, d, held.s.Err)
 		return
 	}
+	held.s.Asked = req.Model
+	caller, werr := g.admit(ctx, d, req.Model, true)
+	if werr != nil {
+		held.fail(werr)
+		WriteError(ctx, d, werr)
+		return
+	}
+	held.s.Tenant = caller.Tenant
 
 	p, release := g.Pipelines.Acquire()
-	x := g.newExchange(ctx, rid, d, req, body)
+	x := g.newExchange(ctx, rid, caller.Tenant, d, req, body)
+	held.x = x
 	rctx, cancel := context.WithTimeout(context.Background(), g.timeout())
-	// A streamed answer is written by a goroutine that outlives serve: its
-	// writer takes the request's context and pipeline reference over
-	// (held.handOff).
-	held := &holds{cancel: cancel, release: release}
-	defer held.end()
+	held.cancel, held.release = cancel, release
 
 	answer, werr := p.RequestPhase(rctx, x)
 	if werr != nil {
-		g.finishError(ctx, x, werr)
+		g.finishError(ctx, held, werr)
 		return
 	}
 	if answer != nil {
+		held.s.Path = PathLayer
 		g.answerLocal(ctx, rctx, held, p, x, answer)
 		return
 	}
 
 	plan, werr := g.newPlanner(ctx, p, x)
 	if werr != nil {
-		g.finishError(ctx, x, werr)
+		g.finishError(ctx, held, werr)
 		return
 	}
 	res := g.failover(rctx, p, x, plan, failoverOptions{})
 	tried := res.tried
+	held.s.Tried = tried
 	switch {
 	case res.planErr != nil:
 		// Every provider that could serve is out of service: a cached
@@ -165,25 +185,28 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 		if res.planErr.Status == 503 && g.answerStale(ctx, rctx, held, p, x, tried) {
 			return
 		}
-		g.finishError(ctx, x, res.planErr)
+		g.finishError(ctx, held, res.planErr)
 		return
 	case res.final:
 		out, route := res.out, res.route
 		setRoute(ctx, route, tried)
+		held.s.Provider, held.s.Model = route.Provider, route.Model
+		held.s.Upstream = out.resp != nil || out.upStatus != 0
 		switch {
 		case out.local != nil:
+			held.s.Path = PathLocal
 			g.answerLocal(ctx, rctx, held, p, x, out.local)
 		case out.resp != nil && out.call.Stream:
 			// The stream writer runs after serve returns; it owns the
 			// pipeline reference, the context and the upstream response
 			// from here on.
 			st := &streamer{g: g, p: p, pr: res.pr, route: route, x: x, resp: out.resp, first: out.first,
-				upDialect: out.call.ResponseDialect, ctx: rctx, done: held.handOff()}
+				upDialect: out.call.ResponseDialect, ctx: rctx, tab: &held.s, done: held.handOff()}
 			st.start(ctx)
 		case out.resp != nil:
-			g.answerUpstream(ctx, rctx, p, res.pr, route, x, out.call, out.resp)
+			g.answerUpstream(ctx, rctx, held, p, res.pr, route, x, out.call, out.resp)
 		default:
-			g.finishError(ctx, x, out.err)
+			g.finishError(ctx, held, out.err)
 		}
 		return
 	}
@@ -207,7 +230,7 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx, d wire.Dialect) {
 			Message: "every provider that can serve model " + x.Req.Model + " is temporarily out of service after repeated failures (" +
 				strings.Join(tried, ", ") + "); retry later"}
 	}
-	g.finishError(ctx, x, lastErr)
+	g.finishError(ctx, held, lastErr)
 }
 
 // answerStale serves the answer a layer kept for this request (a cache
@@ -227,6 +250,7 @@ func (g *Gateway) answerStale(ctx *fasthttp.RequestCtx, rctx context.Context, he
 	// time of its own, as the fallback phase does.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(rctx), staleTimeout)
 	held.also(cancel)
+	held.s.Path = PathStale
 	g.answerLocal(ctx, sctx, held, p, x, resp)
 	return true
 }
@@ -369,7 +393,7 @@ func setRoute(ctx *fasthttp.RequestCtx, route wire.Route, tried []string) {
 	}
 }
 
-func (g *Gateway) newExchange(ctx *fasthttp.RequestCtx, rid string, d wire.Dialect, req *wire.Request, body []byte) *pipeline.Exchange {
+func (g *Gateway) newExchange(ctx *fasthttp.RequestCtx, rid, tenant string, d wire.Dialect, req *wire.Request, body []byte) *pipeline.Exchange {
 	var passed []wire.KV
 	if v := ctx.Request.Header.Peek("anthropic-beta"); len(v) > 0 {
 		passed = append(passed, wire.KV{Key: "anthropic-beta", Value: string(v)})
@@ -379,7 +403,7 @@ func (g *Gateway) newExchange(ctx *fasthttp.RequestCtx, rid string, d wire.Diale
 		CallerKey:     callerKey(ctx),
 		Meta: wire.Meta{
 			RequestID:   rid,
-			Tenant:      tenantOf(ctx),
+			Tenant:      tenant,
 			Session:     string(ctx.Request.Header.Peek(HeaderSession)),
 			Dialect:     d,
 			Model:       req.Model,
@@ -398,10 +422,6 @@ func (g *Gateway) timeout() time.Duration {
 	}
 	return 10 * time.Minute
 }
-
-// tenantOf names the caller for kv namespacing. Until authentication lands,
-// every caller is the anonymous tenant.
-func tenantOf(*fasthttp.RequestCtx) string { return "anonymous" }
 
 // upstreamBody picks the bytes to send: the caller's own when nothing changed
 // and the upstream speaks the caller's dialect (unknown fields and every
@@ -516,9 +536,12 @@ func setHeaders(ctx *fasthttp.RequestCtx, x *pipeline.Exchange) {
 	}
 }
 
-func (g *Gateway) finishError(ctx *fasthttp.RequestCtx, x *pipeline.Exchange, e *wire.Error) {
-	setHeaders(ctx, x)
-	WriteError(ctx, x.Meta.Dialect, e)
+// finishError answers with e, with the layers' headers, and marks the
+// request's settlement as failed.
+func (g *Gateway) finishError(ctx *fasthttp.RequestCtx, held *holds, e *wire.Error) {
+	held.fail(e)
+	setHeaders(ctx, held.x)
+	WriteError(ctx, held.x.Meta.Dialect, e)
 }
 
 // WriteError answers with the dialect's error object.

@@ -1,0 +1,113 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// Path is how a request's answer came about.
+type Path string
+
+// The paths of an outcome. A stream is any of them with Settlement.Streamed.
+const (
+	PathUpstream    Path = "upstream"    // an upstream answer, decoded and re-encoded (or relayed event by event)
+	PathPassthrough Path = "passthrough" // an upstream answer's bytes (or events) forwarded as they came
+	PathLayer       Path = "layer"       // a layer answered in the request phase (a cache hit)
+	PathLocal       Path = "local"       // a provider adapter answered itself (the simulator)
+	PathStale       Path = "stale"       // every provider failed; a layer's kept answer served
+	PathError       Path = "error"       // an error in the caller's dialect
+	PathInternal    Path = "internal"    // a layer's internal completion (Complete)
+)
+
+// StreamEnd is how a stream to the caller ended.
+type StreamEnd string
+
+// The ends of a stream.
+const (
+	StreamEnded      StreamEnd = "ended"       // the answer's end went out
+	StreamBroken     StreamEnd = "broken"      // the upstream or a layer failed mid-stream: an error event ended it
+	StreamClientGone StreamEnd = "client_gone" // the caller hung up; the upstream call was aborted
+)
+
+// Settlement is what one request came to, handed to the settlement point
+// exactly once when its answer is fully written (a stream: once it ended,
+// broke, or its client went away). It carries what a bill needs.
+type Settlement struct {
+	RequestID string
+	Tenant    string // the admitted caller (Complete: the caller whose request caused it)
+	Dialect   wire.Dialect
+	Asked     string // the model the caller asked for
+	Path      Path
+	Internal  bool // a layer's internal completion, not a caller's request
+	Streamed  bool
+	StreamEnd StreamEnd // streams only
+	Provider  string    // who served (empty: no provider did)
+	Model     string    // the model that served
+	// Upstream is true when the answer, or the final error, came from an
+	// upstream provider: only then can money have been spent upstream.
+	// Failed attempts before it are never billed.
+	Upstream bool
+	// Usage is what the answer reported; nil when not known (forwarded
+	// bytes are not decoded).
+	Usage   *wire.Usage
+	Cache   string // the layers' X-Bardo-Cache verdict (hash-hit, semantic-hit, miss, stale), if any
+	Status  int    // the HTTP status the caller got (a stream: 200, even when it broke)
+	Err     *wire.Error
+	Tried   []string // failed attempts, as in X-Bardo-Fallback
+	Latency time.Duration
+}
+
+// Observer is told of every settlement. It runs on the request's goroutine
+// (a stream's writer) and must not block.
+type Observer interface {
+	Settled(Settlement)
+}
+
+// SetObserver installs o (nil: none); safe while serving.
+func (g *Gateway) SetObserver(o Observer) {
+	if o == nil {
+		g.observer.Store(nil)
+		return
+	}
+	g.observer.Store(&o)
+}
+
+// settle is the settlement point: every outcome of every request, a
+// caller's or internal, passes here exactly once (holds.end, the stream
+// writers' done, Complete). Today it logs and tells the observer; the
+// ledger settles here later.
+func (g *Gateway) settle(s *Settlement) {
+	if g.Log != nil && g.Log.Enabled(context.Background(), slog.LevelDebug) {
+		attrs := []any{"request_id", s.RequestID, "tenant", s.Tenant, "path", string(s.Path), "status", s.Status,
+			"provider", s.Provider, "model", s.Model, "upstream", s.Upstream, "latency_ms", s.Latency.Milliseconds()}
+		if s.Streamed {
+			attrs = append(attrs, "stream_end", string(s.StreamEnd))
+		}
+		if s.Usage != nil {
+			attrs = append(attrs, "input_tokens", s.Usage.InputTokens, "output_tokens", s.Usage.OutputTokens,
+				"cache_read_tokens", s.Usage.CacheReadTokens, "cache_write_tokens", s.Usage.CacheWriteTokens)
+		}
+		if s.Cache != "" {
+			attrs = append(attrs, "cache", s.Cache)
+		}
+		g.Log.Debug("settled", attrs...)
+	}
+	if o := g.observer.Load(); o != nil {
+		(*o).Settled(*s)
+	}
+}
+
+// addUsage folds a stream event's usage into u: a stream reports its input
+// side at the start and its output side (cumulative) at the end.
+func addUsage(u *wire.Usage, ev *wire.Event) {
+	if ev.Type != wire.EventMessageStart && ev.Type != wire.EventMessageDelta {
+		return
+	}
+	u.InputTokens = max(u.InputTokens, ev.Usage.InputTokens)
+	u.OutputTokens = max(u.OutputTokens, ev.Usage.OutputTokens)
+	u.CacheReadTokens = max(u.CacheReadTokens, ev.Usage.CacheReadTokens)
+	u.CacheWriteTokens = max(u.CacheWriteTokens, ev.Usage.CacheWriteTokens)
+}
