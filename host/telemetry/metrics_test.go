@@ -137,7 +137,7 @@ func TestCatalogDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range Catalog {
-		if !model.IsValidLegacyMetricName(d.Name) || d.Help == "" {
+		if !model.LegacyValidation.IsValidMetricName(d.Name) || d.Help == "" {
 			t.Errorf("%s: invalid name or no HELP", d.Name)
 		}
 		row := "| `" + d.Name + "` | " + d.Type + " | " + labelList(d.Labels) + " |"
