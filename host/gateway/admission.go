@@ -4,8 +4,6 @@ import (
 	"context"
 	"net/netip"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -41,14 +39,9 @@ type Admitter interface {
 
 // admit is the one admission point of every endpoint that runs the
 // pipeline. Without an Admitter every caller is the anonymous tenant.
-func (g *Gateway) admit(ctx *fasthttp.RequestCtx, d wire.Dialect, model string, spends bool) (Caller, *wire.Error) {
+func (g *Gateway) admit(ctx context.Context, a *Admission) (Caller, *wire.Error) {
 	if g.Admitter == nil {
 		return Caller{Tenant: AnonymousTenant}, nil
 	}
-	var ip netip.Addr
-	if a, ok := netip.AddrFromSlice(ctx.RemoteIP()); ok {
-		ip = a.Unmap()
-	}
-	return g.Admitter.Admit(ctx, &Admission{Dialect: d, Path: string(ctx.Path()),
-		Header: &ctx.Request.Header, RemoteIP: ip, Model: model, Spends: spends})
+	return g.Admitter.Admit(ctx, a)
 }

@@ -3,8 +3,6 @@ package gateway
 import (
 	"strings"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -45,13 +43,13 @@ func (g *Gateway) Regime() string {
 	return s
 }
 
-func (g *Gateway) requestAnnotations(ctx *fasthttp.RequestCtx) []wire.KV {
+func (g *Gateway) requestAnnotations(h Header) []wire.KV {
 	var anns []wire.KV
 	if r := g.Regime(); r != "" {
 		anns = append(anns, wire.KV{Key: AnnotationRegime, Value: r})
 	}
 	n := 0
-	for k, v := range ctx.Request.Header.All() {
+	for k, v := range h.All() {
 		if n == maxHeaderAnnotations {
 			break
 		}

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/bardoinference/bardo/host/events"
 	"github.com/bardoinference/bardo/host/pipeline"
 	"github.com/bardoinference/bardo/host/upstream"
@@ -29,7 +27,7 @@ import (
 // exactly once.
 type holds struct {
 	g       *Gateway
-	ctx     *fasthttp.RequestCtx
+	o       *Outcome
 	x       *pipeline.Exchange // nil until the request is decoded and admitted
 	cancel  context.CancelFunc
 	release func()
@@ -45,7 +43,7 @@ func (h *holds) handOff() (done func()) {
 	cancel, release := h.cancel, h.release
 	h.cancel, h.release, h.handed = nil, nil, true
 	h.s.Streamed = true
-	h.s.Status = h.ctx.Response.StatusCode()
+	h.s.Status = 200
 	return func() {
 		cancel()
 		release()
@@ -74,7 +72,10 @@ func (h *holds) end() {
 	if h.release != nil {
 		h.release()
 	}
-	h.s.Status = h.ctx.Response.StatusCode()
+	h.s.Status = 200
+	if h.o != nil && h.o.Err != nil {
+		h.s.Status, _ = codecFor(h.s.Dialect).EncodeError(h.o.Err)
+	}
 	h.settle()
 }
 
@@ -98,17 +99,17 @@ func (h *holds) settle() {
 // answerLocal answers with a response produced inside the gateway (a layer's
 // cache hit, a simulator): through the response phase as JSON, or replayed as
 // a stream through the stream phase. A replayed stream takes held over.
-func (g *Gateway) answerLocal(ctx *fasthttp.RequestCtx, rctx context.Context, held *holds, p *pipeline.Pipeline, x *pipeline.Exchange, resp *wire.Response) {
+func (g *Gateway) answerLocal(o *Outcome, rctx context.Context, held *holds, p *pipeline.Pipeline, x *pipeline.Exchange, resp *wire.Response) {
 	if resp.Model == "" {
 		resp.Model = x.Req.Model
 	}
 	if x.Meta.Stream {
 		evs := events.FromResponse(resp, g.ReplayChunk)
-		startStream(ctx, x)
+		setHeaders(o, x)
 		tab := &held.s
 		tab.Usage = &resp.Usage
 		done := held.handOff()
-		ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+		o.Stream = func(w *bufio.Writer) {
 			defer done()
 			defer func() {
 				if g.streamPanicked(w, x, recover()) {
@@ -142,39 +143,37 @@ func (g *Gateway) answerLocal(ctx *fasthttp.RequestCtx, rctx context.Context, he
 			if werr != nil {
 				tab.StreamEnd, tab.Err = StreamBroken, werr
 			}
-		})
+		}
 		return
 	}
 	if werr := p.ResponsePhase(rctx, x, resp); werr != nil {
-		g.finishError(ctx, held, werr)
+		g.finishError(o, held, werr)
 		return
 	}
-	g.writeResponse(ctx, held, resp)
+	g.writeResponse(o, held, resp)
 }
 
-func (g *Gateway) writeResponse(ctx *fasthttp.RequestCtx, held *holds, resp *wire.Response) {
+func (g *Gateway) writeResponse(o *Outcome, held *holds, resp *wire.Response) {
 	x := held.x
 	b, err := codecFor(x.Meta.Dialect).EncodeResponse(resp)
 	if err != nil {
 		g.Log.Error("encoding response", "request_id", x.Meta.RequestID, "err", err)
-		g.finishError(ctx, held, &wire.Error{Status: 502, Kind: wire.ErrUpstream, Message: "the upstream's answer could not be expressed in the caller's dialect"})
+		g.finishError(o, held, &wire.Error{Status: 502, Kind: wire.ErrUpstream, Message: "the upstream's answer could not be expressed in the caller's dialect"})
 		return
 	}
 	held.s.Usage = &resp.Usage
-	setHeaders(ctx, x)
-	ctx.SetContentType("application/json")
-	ctx.SetBody(b)
+	setHeaders(o, x)
+	o.Body = b
 }
 
 // answerUpstream answers a buffered upstream response. When the upstream
 // speaks the caller's dialect and no layer reads responses, its bytes are
 // forwarded as they came.
-func (g *Gateway) answerUpstream(ctx *fasthttp.RequestCtx, rctx context.Context, held *holds, p *pipeline.Pipeline, pr *pipeline.Provider, route wire.Route, x *pipeline.Exchange, call *wire.UpstreamCall, resp *upstream.Response) {
+func (g *Gateway) answerUpstream(o *Outcome, rctx context.Context, held *holds, p *pipeline.Pipeline, pr *pipeline.Provider, route wire.Route, x *pipeline.Exchange, call *wire.UpstreamCall, resp *upstream.Response) {
 	if call.ResponseDialect == x.Meta.Dialect && !p.HasResponseLayers() {
 		held.s.Path = PathPassthrough
-		setHeaders(ctx, x)
-		ctx.SetContentType("application/json")
-		ctx.SetBody(resp.Body)
+		setHeaders(o, x)
+		o.Body = resp.Body
 		return
 	}
 	held.s.Path = PathUpstream
@@ -182,7 +181,7 @@ func (g *Gateway) answerUpstream(ctx *fasthttp.RequestCtx, rctx context.Context,
 	if call.ResponseDialect != wire.DialectNone {
 		r, err := codecFor(call.ResponseDialect).DecodeResponse(resp.Body)
 		if err != nil {
-			g.finishError(ctx, held, &wire.Error{Status: 502, Kind: wire.ErrUpstream,
+			g.finishError(o, held, &wire.Error{Status: 502, Kind: wire.ErrUpstream,
 				Message: "upstream " + route.Provider + " returned a response that is not valid " + call.ResponseDialect.String() + ": " + err.Error()})
 			return
 		}
@@ -190,7 +189,7 @@ func (g *Gateway) answerUpstream(ctx *fasthttp.RequestCtx, rctx context.Context,
 	} else {
 		r, werr := p.Decode(rctx, x, pr, route, resp.Status, resp.Headers, resp.Body)
 		if werr != nil {
-			g.finishError(ctx, held, werr)
+			g.finishError(o, held, werr)
 			return
 		}
 		canon = r
@@ -199,17 +198,10 @@ func (g *Gateway) answerUpstream(ctx *fasthttp.RequestCtx, rctx context.Context,
 	// the caller asked for.
 	unwrapStructured(x, canon)
 	if werr := p.ResponsePhase(rctx, x, canon); werr != nil {
-		g.finishError(ctx, held, werr)
+		g.finishError(o, held, werr)
 		return
 	}
-	g.writeResponse(ctx, held, canon)
-}
-
-func startStream(ctx *fasthttp.RequestCtx, x *pipeline.Exchange) {
-	setHeaders(ctx, x)
-	ctx.SetContentType("text/event-stream")
-	ctx.Response.Header.Set("Cache-Control", "no-cache")
-	ctx.Response.Header.Set("X-Accel-Buffering", "no")
+	g.writeResponse(o, held, canon)
 }
 
 // streamer relays an upstream stream to the caller.
@@ -227,11 +219,6 @@ type streamer struct {
 	tab    *Settlement // the request's settlement, the writer's until done
 	done   func()      // ends the request's holds and settles (holds.handOff)
 	broken bool        // the stream did not finish cleanly: drop the connection
-}
-
-func (s *streamer) start(ctx *fasthttp.RequestCtx) {
-	startStream(ctx, s.x)
-	ctx.SetBodyStreamWriter(s.run)
 }
 
 func (s *streamer) close() {

@@ -21,13 +21,15 @@ func TestStreamWriterPanicIsContained(t *testing.T) {
 	var logged strings.Builder
 	g := &Gateway{Log: slog.New(slog.NewTextHandler(&logged, nil))}
 	var ctx fasthttp.RequestCtx
+	o := &Outcome{}
 	x := &pipeline.Exchange{Meta: wire.Meta{RequestID: "req_panic", Dialect: wire.DialectOpenAI, Stream: true}, Req: &wire.Request{Model: "m"}}
 	cancelled, released := false, false
-	held := &holds{g: g, ctx: &ctx, x: x, cancel: func() { cancelled = true }, release: func() { released = true }}
+	held := &holds{g: g, o: o, x: x, cancel: func() { cancelled = true }, release: func() { released = true }}
 	var settled []Settlement
 	g.SetObserver(observerFunc(func(s Settlement) { settled = append(settled, s) }))
 	resp := &wire.Response{Content: []wire.Block{{Type: wire.BlockText, Text: "a cached answer"}}}
-	g.answerLocal(&ctx, context.Background(), held, nil, x, resp)
+	g.answerLocal(o, context.Background(), held, nil, x, resp)
+	writeOutcome(&ctx, x.Meta.Dialect, o)
 	body, err := io.ReadAll(ctx.Response.BodyStream())
 	if err != nil {
 		t.Fatal(err)

@@ -3,8 +3,6 @@ package gateway
 import (
 	"strings"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/bardoinference/bardo/host/pipeline"
 	hostrouting "github.com/bardoinference/bardo/host/routing"
 	"github.com/bardoinference/bardo/sdk/jsonscan"
@@ -16,12 +14,12 @@ import (
 const HeaderCost = "X-Bardo-Cost"
 
 // callerKey is the caller's own API key, as its SDK sends it.
-func callerKey(ctx *fasthttp.RequestCtx) string {
-	if v := string(ctx.Request.Header.Peek("Authorization")); len(v) > 7 && strings.EqualFold(v[:7], "Bearer ") {
+func callerKey(h Header) string {
+	if v := string(h.Peek("Authorization")); len(v) > 7 && strings.EqualFold(v[:7], "Bearer ") {
 		return strings.TrimSpace(v[7:])
 	}
-	for _, h := range []string{"x-api-key", "x-goog-api-key"} {
-		if v := strings.TrimSpace(string(ctx.Request.Header.Peek(h))); v != "" {
+	for _, name := range []string{"x-api-key", "x-goog-api-key"} {
+		if v := strings.TrimSpace(string(h.Peek(name))); v != "" {
 			return v
 		}
 	}

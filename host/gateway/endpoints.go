@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -71,12 +72,17 @@ func (g *Gateway) countTokens(ctx *fasthttp.RequestCtx) {
 	rid := newRequestID()
 	ctx.Response.Header.Set(HeaderRequestID, rid)
 
-	caller, werr := g.admit(ctx, d, req.Model, false)
+	var ip netip.Addr
+	if a, ok := netip.AddrFromSlice(ctx.RemoteIP()); ok {
+		ip = a.Unmap()
+	}
+	caller, werr := g.admit(ctx, &Admission{Dialect: d, Path: string(ctx.Path()), Header: &ctx.Request.Header,
+		RemoteIP: ip, Model: req.Model})
 	if werr != nil {
 		WriteError(ctx, d, werr)
 		return
 	}
-	x := g.newExchange(ctx, rid, caller.Tenant, d, req, body)
+	x := g.newExchange(&ctx.Request.Header, rid, caller.Tenant, d, req, body)
 	if pr, route, werr := p.Route(x); werr == nil {
 		er, werr := p.Encode(ctx, x, pr, route)
 		if werr == nil && er.Call != nil && er.Call.BodyDialect == wire.DialectAnthropic && strings.HasSuffix(er.Call.URL, "/messages") {

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"sort"
 	"strconv"
@@ -117,132 +118,68 @@ func newRequestID() string {
 	return "req_" + hex.EncodeToString(b[:])
 }
 
-// serve is the request's way: admit, decode, request phase, route, encode,
-// upstream, decode, response phase, encode in the caller's dialect. Every
-// way out settles once (holds.end, or a stream writer's done).
+// serve is the HTTP front of a completion endpoint: it checks the method,
+// decodes the caller's dialect, hands the request to the engine (Serve) and
+// writes the engine's outcome. Nothing past this function knows fasthttp.
 func (g *Gateway) serve(ctx *fasthttp.RequestCtx, method string, d wire.Dialect) {
 	rid := newRequestID()
-	// A streamed answer is written by a goroutine that outlives serve: its
-	// writer takes the request's context, pipeline reference and settlement
-	// over (held.handOff).
-	held := &holds{g: g, ctx: ctx, began: time.Now(), s: Settlement{RequestID: rid, Dialect: d, Path: PathError}}
-	defer held.end()
 	if method != fasthttp.MethodPost {
 		ctx.Response.Header.Set("Allow", "POST")
-		held.fail(&wire.Error{Status: 405, Kind: wire.ErrInvalidRequest,
-			Message: "method " + method + " is not allowed on " + string(ctx.Path()) + "; use POST"})
-		WriteError(ctx, d, held.s.Err)
+		e := &wire.Error{Status: 405, Kind: wire.ErrInvalidRequest,
+			Message: "method " + method + " is not allowed on " + string(ctx.Path()) + "; use POST"}
+		WriteError(ctx, d, e)
+		g.refused(rid, d, e, time.Now())
 		return
 	}
+	began := time.Now()
 	ctx.Response.Header.Set(HeaderRequestID, rid)
-	cd := codecFor(d)
-
 	body := ctx.PostBody()
-	req, err := cd.DecodeRequest(body)
+	req, err := codecFor(d).DecodeRequest(body)
 	if err != nil {
-		held.fail(&wire.Error{Status: 400, Kind: wire.ErrInvalidRequest, Message: err.Error()})
-		WriteError(ctx, d, held.s.Err)
+		e := &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest, Message: err.Error()}
+		WriteError(ctx, d, e)
+		g.refused(rid, d, e, began)
 		return
 	}
-	held.s.Asked = req.Model
-	caller, werr := g.admit(ctx, d, req.Model, true)
-	if werr != nil {
-		held.fail(werr)
-		WriteError(ctx, d, werr)
-		return
+	var ip netip.Addr
+	if a, ok := netip.AddrFromSlice(ctx.RemoteIP()); ok {
+		ip = a.Unmap()
 	}
-	held.s.Tenant = caller.Tenant
+	o := g.Serve(&Call{RequestID: rid, Dialect: d, Req: req, Body: body, Header: &ctx.Request.Header,
+		Path: string(ctx.Path()), RemoteIP: ip, began: began})
+	writeOutcome(ctx, d, o)
+}
 
-	p, release := g.Pipelines.Acquire()
-	x := g.newExchange(ctx, rid, caller.Tenant, d, req, body)
-	held.x = x
-	rctx, cancel := context.WithTimeout(context.Background(), g.timeout())
-	held.cancel, held.release = cancel, release
-
-	answer, werr := p.RequestPhase(rctx, x)
-	if werr != nil {
-		g.finishError(ctx, held, werr)
-		return
+// writeOutcome writes the engine's answer: its headers, then the error, the
+// JSON body, or the stream (whose writer settles the request when it ends).
+func writeOutcome(ctx *fasthttp.RequestCtx, d wire.Dialect, o *Outcome) {
+	for _, h := range o.Headers {
+		ctx.Response.Header.Set(h.Key, h.Value)
 	}
-	if answer != nil {
-		held.s.Path = PathLayer
-		g.answerLocal(ctx, rctx, held, p, x, answer)
-		return
-	}
-
-	plan, werr := g.newPlanner(ctx, p, x)
-	if werr != nil {
-		g.finishError(ctx, held, werr)
-		return
-	}
-	res := g.failover(rctx, p, x, plan, failoverOptions{})
-	tried := res.tried
-	held.s.Tried = tried
 	switch {
-	case res.planErr != nil:
-		// Every provider that could serve is out of service: a cached
-		// answer beats an error.
-		if res.planErr.Status == 503 && g.answerStale(ctx, rctx, held, p, x, tried) {
-			return
-		}
-		g.finishError(ctx, held, res.planErr)
-		return
-	case res.final:
-		out, route := res.out, res.route
-		setRoute(ctx, route, tried)
-		held.s.Provider, held.s.Model = route.Provider, route.Model
-		held.s.Upstream = out.resp != nil || out.upStatus != 0
-		switch {
-		case out.local != nil:
-			held.s.Path = PathLocal
-			g.answerLocal(ctx, rctx, held, p, x, out.local)
-		case out.resp != nil && out.call.Stream:
-			// The stream writer runs after serve returns; it owns the
-			// pipeline reference, the context and the upstream response
-			// from here on.
-			st := &streamer{g: g, p: p, pr: res.pr, route: route, x: x, resp: out.resp, first: out.first,
-				upDialect: out.call.ResponseDialect, ctx: rctx, tab: &held.s, done: held.handOff()}
-			st.start(ctx)
-		case out.resp != nil:
-			g.answerUpstream(ctx, rctx, held, p, res.pr, route, x, out.call, out.resp)
-		default:
-			g.finishError(ctx, held, out.err)
-		}
-		return
+	case o.Err != nil:
+		WriteError(ctx, d, o.Err)
+	case o.Stream != nil:
+		ctx.SetContentType("text/event-stream")
+		ctx.Response.Header.Set("Cache-Control", "no-cache")
+		ctx.Response.Header.Set("X-Accel-Buffering", "no")
+		ctx.SetBodyStreamWriter(o.Stream)
+	default:
+		ctx.SetContentType("application/json")
+		ctx.SetBody(o.Body)
 	}
-	// Every candidate failed: a cached answer if a layer keeps one, else the
-	// caller gets the last failure, and the fallback header says what was
-	// tried. Nothing was charged.
-	if g.answerStale(ctx, rctx, held, p, x, tried) {
-		return
-	}
-	if len(tried) > 0 {
-		ctx.Response.Header.Set(HeaderFallback, strings.Join(tried, ","))
-	}
-	g.Events.Emit(eventlog.ProvidersExhausted, rid, map[string]any{"tried": tried})
-	lastErr := res.lastErr
-	if lastErr == nil && rctx.Err() != nil {
-		lastErr = &wire.Error{Status: 504, Kind: wire.ErrTimeout, Message: "the request's time ran out before a provider could be tried"}
-	}
-	if lastErr == nil {
-		// No attempt at all: health took every candidate out.
-		lastErr = &wire.Error{Status: 503, Kind: wire.ErrOverloaded, RetryAfterMs: 30_000,
-			Message: "every provider that can serve model " + x.Req.Model + " is temporarily out of service after repeated failures (" +
-				strings.Join(tried, ", ") + "); retry later"}
-	}
-	g.finishError(ctx, held, lastErr)
 }
 
 // answerStale serves the answer a layer kept for this request (a cache
 // entry past its freshness, within its stale-if-error window) when every
 // provider failed: the spec's "degrade if all backends are down — return a
 // cached response if available". X-Bardo-Fallback ends in "cache:stale".
-func (g *Gateway) answerStale(ctx *fasthttp.RequestCtx, rctx context.Context, held *holds, p *pipeline.Pipeline, x *pipeline.Exchange, tried []string) bool {
+func (g *Gateway) answerStale(o *Outcome, rctx context.Context, held *holds, p *pipeline.Pipeline, x *pipeline.Exchange, tried []string) bool {
 	resp := p.FallbackPhase(rctx, x)
 	if resp == nil {
 		return false
 	}
-	ctx.Response.Header.Set(HeaderFallback, strings.Join(append(tried, "cache:stale"), ","))
+	o.set(HeaderFallback, strings.Join(append(tried, "cache:stale"), ","))
 	g.Events.Emit(eventlog.CacheStaleServed, x.Meta.RequestID, map[string]any{"tried": tried})
 	g.Log.Warn("every provider failed; served a stale cached answer", "request_id", x.Meta.RequestID, "tried", strings.Join(tried, ","))
 	// The failed attempts may have spent the request's deadline: the
@@ -251,7 +188,7 @@ func (g *Gateway) answerStale(ctx *fasthttp.RequestCtx, rctx context.Context, he
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(rctx), staleTimeout)
 	held.also(cancel)
 	held.s.Path = PathStale
-	g.answerLocal(ctx, sctx, held, p, x, resp)
+	g.answerLocal(o, sctx, held, p, x, resp)
 	return true
 }
 
@@ -385,30 +322,30 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 
 // setRoute writes the provider/model headers and, after failed attempts, the
 // fallback header naming them.
-func setRoute(ctx *fasthttp.RequestCtx, route wire.Route, tried []string) {
-	ctx.Response.Header.Set(HeaderProvider, route.Provider)
-	ctx.Response.Header.Set(HeaderModel, route.Model)
+func setRoute(o *Outcome, route wire.Route, tried []string) {
+	o.set(HeaderProvider, route.Provider)
+	o.set(HeaderModel, route.Model)
 	if len(tried) > 0 {
-		ctx.Response.Header.Set(HeaderFallback, strings.Join(tried, ","))
+		o.set(HeaderFallback, strings.Join(tried, ","))
 	}
 }
 
-func (g *Gateway) newExchange(ctx *fasthttp.RequestCtx, rid, tenant string, d wire.Dialect, req *wire.Request, body []byte) *pipeline.Exchange {
+func (g *Gateway) newExchange(h Header, rid, tenant string, d wire.Dialect, req *wire.Request, body []byte) *pipeline.Exchange {
 	var passed []wire.KV
-	if v := ctx.Request.Header.Peek("anthropic-beta"); len(v) > 0 {
+	if v := h.Peek("anthropic-beta"); len(v) > 0 {
 		passed = append(passed, wire.KV{Key: "anthropic-beta", Value: string(v)})
 	}
 	return &pipeline.Exchange{
 		CallerHeaders: passed,
-		CallerKey:     callerKey(ctx),
+		CallerKey:     callerKey(h),
 		Meta: wire.Meta{
 			RequestID:   rid,
 			Tenant:      tenant,
-			Session:     string(ctx.Request.Header.Peek(HeaderSession)),
+			Session:     string(h.Peek(HeaderSession)),
 			Dialect:     d,
 			Model:       req.Model,
 			Stream:      req.Stream,
-			Annotations: g.requestAnnotations(ctx),
+			Annotations: g.requestAnnotations(h),
 		},
 		Req:      req,
 		Pristine: true,
@@ -527,21 +464,21 @@ func upstreamFailure(provider string, err error) *wire.Error {
 }
 
 // setHeaders writes the layers' headers and the degraded list.
-func setHeaders(ctx *fasthttp.RequestCtx, x *pipeline.Exchange) {
+func setHeaders(o *Outcome, x *pipeline.Exchange) {
 	for _, h := range x.Headers {
-		ctx.Response.Header.Set(h.Key, h.Value)
+		o.set(h.Key, h.Value)
 	}
 	if len(x.Degraded) > 0 {
-		ctx.Response.Header.Set(HeaderDegraded, strings.Join(x.Degraded, ", "))
+		o.set(HeaderDegraded, strings.Join(x.Degraded, ", "))
 	}
 }
 
 // finishError answers with e, with the layers' headers, and marks the
 // request's settlement as failed.
-func (g *Gateway) finishError(ctx *fasthttp.RequestCtx, held *holds, e *wire.Error) {
+func (g *Gateway) finishError(o *Outcome, held *holds, e *wire.Error) {
 	held.fail(e)
-	setHeaders(ctx, held.x)
-	WriteError(ctx, held.x.Meta.Dialect, e)
+	setHeaders(o, held.x)
+	o.Err = e
 }
 
 // WriteError answers with the dialect's error object.

@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/bardoinference/bardo/host/eventlog"
 	"github.com/bardoinference/bardo/host/pipeline"
 	hostrouting "github.com/bardoinference/bardo/host/routing"
@@ -48,9 +46,9 @@ type planner struct {
 
 // newPlanner decides how the request is routed; an error is the caller's
 // (a malformed bardo object or vitality) or says no provider can serve.
-func (g *Gateway) newPlanner(ctx *fasthttp.RequestCtx, p *pipeline.Pipeline, x *pipeline.Exchange) (*planner, *wire.Error) {
+func (g *Gateway) newPlanner(h Header, p *pipeline.Pipeline, x *pipeline.Exchange) (*planner, *wire.Error) {
 	pl := &planner{g: g, p: p, x: x}
-	sub := string(ctx.Request.Header.Peek(HeaderSubsystem))
+	sub := string(h.Peek(HeaderSubsystem))
 	bardo := hostrouting.BardoObject(x.Req.Extra)
 	if bardo != nil {
 		// The bardo object is the gateway's, never the upstream's.
@@ -66,8 +64,8 @@ func (g *Gateway) newPlanner(ctx *fasthttp.RequestCtx, p *pipeline.Pipeline, x *
 		return pl, nil
 	}
 	built, err := hostrouting.Build(&hostrouting.Sources{
-		Model: x.Req.Model, Subsystem: sub, Vitality: string(ctx.Request.Header.Peek(HeaderVitality)),
-		Wallet: string(ctx.Request.Header.Peek(hostrouting.HeaderWallet)),
+		Model: x.Req.Model, Subsystem: sub, Vitality: string(h.Peek(HeaderVitality)),
+		Wallet: string(h.Peek(hostrouting.HeaderWallet)),
 		Bardo:  bardo, Request: x.Req, Tier: pl.tier,
 	})
 	if err != nil {

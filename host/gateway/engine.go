@@ -1,0 +1,172 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"iter"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/bardoinference/bardo/host/eventlog"
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// Header reads a caller's request headers; *fasthttp.RequestHeader fits.
+type Header interface {
+	Peek(name string) []byte
+	All() iter.Seq2[[]byte, []byte]
+}
+
+// Call is one decoded request, as a front (the HTTP API today; the
+// Responses API or an edge front later) hands it to the engine.
+type Call struct {
+	RequestID string
+	Dialect   wire.Dialect
+	Req       *wire.Request
+	Body      []byte // the caller's bytes, forwarded untouched when nothing changes them
+	Header    Header // the caller's headers: credentials, X-Bardo-*, anthropic-beta
+	Path      string // the endpoint, for admission
+	RemoteIP  netip.Addr
+
+	began time.Time // when the front took the request
+}
+
+// Outcome is the engine's answer for a front to write: headers, then an
+// error in the caller's dialect, a JSON body, or a stream.
+type Outcome struct {
+	Headers []wire.KV   // response headers, in order; a later one replaces an earlier of the same name
+	Err     *wire.Error // the answer is this error
+	Body    []byte      // a JSON answer in the caller's dialect
+	// Stream writes an SSE answer in the caller's dialect. The front must
+	// run it exactly once, after the headers: it holds the request's
+	// pipeline and context, and settles the request when it returns.
+	Stream func(w *bufio.Writer)
+}
+
+// set sets header k, replacing an earlier value.
+func (o *Outcome) set(k, v string) {
+	for i := range o.Headers {
+		if strings.EqualFold(o.Headers[i].Key, k) {
+			o.Headers[i].Value = v
+			return
+		}
+	}
+	o.Headers = append(o.Headers, wire.KV{Key: k, Value: v})
+}
+
+// Serve is the engine: admission, request phase, routing, the failover
+// loop, the answer (response or stream phase), and settlement, for one
+// decoded request. It knows no transport; every way out settles once
+// (holds.end, or the stream writer's end).
+func (g *Gateway) Serve(call *Call) *Outcome {
+	o := &Outcome{}
+	rid, d, req := call.RequestID, call.Dialect, call.Req
+	began := call.began
+	if began.IsZero() {
+		began = time.Now()
+	}
+	// A streamed answer is written by a goroutine that outlives Serve: its
+	// writer takes the request's context, pipeline reference and settlement
+	// over (held.handOff).
+	held := &holds{g: g, began: began, s: Settlement{RequestID: rid, Dialect: d, Path: PathError}}
+	held.o = o
+	defer held.end()
+	held.s.Asked = req.Model
+	caller, werr := g.admit(context.Background(), &Admission{Dialect: d, Path: call.Path, Header: call.Header,
+		RemoteIP: call.RemoteIP, Model: req.Model, Spends: true})
+	if werr != nil {
+		held.fail(werr)
+		o.Err = werr
+		return o
+	}
+	held.s.Tenant = caller.Tenant
+
+	p, release := g.Pipelines.Acquire()
+	x := g.newExchange(call.Header, rid, caller.Tenant, d, req, call.Body)
+	held.x = x
+	rctx, cancel := context.WithTimeout(context.Background(), g.timeout())
+	held.cancel, held.release = cancel, release
+
+	answer, werr := p.RequestPhase(rctx, x)
+	if werr != nil {
+		g.finishError(o, held, werr)
+		return o
+	}
+	if answer != nil {
+		held.s.Path = PathLayer
+		g.answerLocal(o, rctx, held, p, x, answer)
+		return o
+	}
+
+	plan, werr := g.newPlanner(call.Header, p, x)
+	if werr != nil {
+		g.finishError(o, held, werr)
+		return o
+	}
+	res := g.failover(rctx, p, x, plan, failoverOptions{})
+	tried := res.tried
+	held.s.Tried = tried
+	switch {
+	case res.planErr != nil:
+		// Every provider that could serve is out of service: a cached
+		// answer beats an error.
+		if res.planErr.Status == 503 && g.answerStale(o, rctx, held, p, x, tried) {
+			return o
+		}
+		g.finishError(o, held, res.planErr)
+		return o
+	case res.final:
+		out, route := res.out, res.route
+		setRoute(o, route, tried)
+		held.s.Provider, held.s.Model = route.Provider, route.Model
+		held.s.Upstream = out.resp != nil || out.upStatus != 0
+		switch {
+		case out.local != nil:
+			held.s.Path = PathLocal
+			g.answerLocal(o, rctx, held, p, x, out.local)
+		case out.resp != nil && out.call.Stream:
+			// The stream writer runs after serve returns; it owns the
+			// pipeline reference, the context and the upstream response
+			// from here on.
+			setHeaders(o, x)
+			st := &streamer{g: g, p: p, pr: res.pr, route: route, x: x, resp: out.resp, first: out.first,
+				upDialect: out.call.ResponseDialect, ctx: rctx, tab: &held.s, done: held.handOff()}
+			o.Stream = st.run
+		case out.resp != nil:
+			g.answerUpstream(o, rctx, held, p, res.pr, route, x, out.call, out.resp)
+		default:
+			g.finishError(o, held, out.err)
+		}
+		return o
+	}
+	// Every candidate failed: a cached answer if a layer keeps one, else the
+	// caller gets the last failure, and the fallback header says what was
+	// tried. Nothing was charged.
+	if g.answerStale(o, rctx, held, p, x, tried) {
+		return o
+	}
+	if len(tried) > 0 {
+		o.set(HeaderFallback, strings.Join(tried, ","))
+	}
+	g.Events.Emit(eventlog.ProvidersExhausted, rid, map[string]any{"tried": tried})
+	lastErr := res.lastErr
+	if lastErr == nil && rctx.Err() != nil {
+		lastErr = &wire.Error{Status: 504, Kind: wire.ErrTimeout, Message: "the request's time ran out before a provider could be tried"}
+	}
+	if lastErr == nil {
+		// No attempt at all: health took every candidate out.
+		lastErr = &wire.Error{Status: 503, Kind: wire.ErrOverloaded, RetryAfterMs: 30_000,
+			Message: "every provider that can serve model " + x.Req.Model + " is temporarily out of service after repeated failures (" +
+				strings.Join(tried, ", ") + "); retry later"}
+	}
+	g.finishError(o, held, lastErr)
+	return o
+}
+
+// refused settles a request a front turned away before the engine saw it
+// (a wrong method, a body that does not decode).
+func (g *Gateway) refused(rid string, d wire.Dialect, e *wire.Error, began time.Time) {
+	status, _ := codecFor(d).EncodeError(e)
+	g.settle(&Settlement{RequestID: rid, Dialect: d, Path: PathError, Status: status, Err: e, Latency: time.Since(began)})
+}
