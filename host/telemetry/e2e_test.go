@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -118,18 +119,15 @@ func TestScrapeAfterMixedRun(t *testing.T) {
 		t.Fatalf("no failover: provider %q, fallback %q", h.Get("X-Bardo-Provider"), h.Get("X-Bardo-Fallback"))
 	}
 
-	resp, err := http.Get(g.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
-		t.Errorf("Content-Type %q", ct)
-	}
-	tp := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := tp.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("exposition does not parse: %v", err)
+	// A stream settles once its writer is done, which may be just after
+	// the caller read its last byte: scrape until it has (bounded).
+	var mfs map[string]*dto.MetricFamily
+	for range 100 {
+		mfs = scrape(t, g)
+		if mfs["bardo_streams_total"] != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 
 	// Every family has HELP; every catalog metric present has its declared
@@ -193,6 +191,11 @@ func TestScrapeAfterMixedRun(t *testing.T) {
 		{"bardo_sandbox_call_seconds", []string{"plugin", "hashcache", "op", "bardo_on_request"}, 5},
 		{"bardo_sandbox_pool_size", []string{"plugin", "hashcache"}, 1},
 		{"bardo_sandbox_instances_created_total", []string{"plugin", "up"}, 1},
+		{"bardo_tokens_total", []string{"provider", "backup", "model", "gpt-4o", "kind", "input"}, 1},
+		{"bardo_tokens_total", []string{"provider", "backup", "model", "gpt-4o", "kind", "output"}, 1},
+		{"bardo_tokens_total", []string{"provider", "claude", "model", "claude-sonnet-4", "kind", "output"}, 1},
+		{"bardo_answer_seconds", []string{"provider", "backup", "model", "gpt-4o", "path", "upstream"}, 1},
+		{"bardo_streams_total", []string{"end", "ended"}, 1},
 		{"go_goroutines", nil, 1},
 		{"process_resident_memory_bytes", nil, 1},
 	} {
@@ -208,6 +211,24 @@ func TestScrapeAfterMixedRun(t *testing.T) {
 		g.Metrics.WriteTo(&b)
 		t.Logf("exposition:\n%s", grepBardo(b.String()))
 	}
+}
+
+func scrape(t *testing.T, g *testgateway.Gateway) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(g.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
+		t.Errorf("Content-Type %q", ct)
+	}
+	tp := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := tp.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("exposition does not parse: %v", err)
+	}
+	return mfs
 }
 
 func match(m *dto.Metric, kv []string) bool {

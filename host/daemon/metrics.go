@@ -1,0 +1,43 @@
+package daemon
+
+import (
+	"strconv"
+
+	"github.com/bardoinference/bardo/host/gateway"
+	"github.com/bardoinference/bardo/host/telemetry"
+)
+
+// settlementMetrics turns the gateway's settlements into the per-provider
+// metrics: tokens by kind, answer latency, errors by kind, stream ends and
+// internal completions. It runs on the request's goroutine and only adds to
+// counters.
+type settlementMetrics struct{ m *telemetry.Registry }
+
+// Settled records one settlement (gateway.Observer).
+func (o settlementMetrics) Settled(s gateway.Settlement) {
+	if s.Upstream && s.Usage != nil && s.Provider != "" {
+		// Only an upstream's answer spent tokens: a cache hit's replayed
+		// usage was not paid for.
+		for _, k := range [...]struct {
+			kind string
+			n    int64
+		}{{"input", s.Usage.InputTokens}, {"output", s.Usage.OutputTokens},
+			{"cache_read", s.Usage.CacheReadTokens}, {"cache_write", s.Usage.CacheWriteTokens}} {
+			if k.n > 0 {
+				o.m.Add("bardo_tokens_total", float64(k.n), "provider", s.Provider, "model", s.Model, "kind", k.kind)
+			}
+		}
+	}
+	if s.Provider != "" && s.Err == nil {
+		o.m.Observe("bardo_answer_seconds", s.Latency.Seconds(), "provider", s.Provider, "model", s.Model, "path", string(s.Path))
+	}
+	if s.Err != nil {
+		o.m.Add("bardo_errors_total", 1, "kind", s.Err.Kind, "provider", s.Provider)
+	}
+	if s.Streamed {
+		o.m.Add("bardo_streams_total", 1, "end", string(s.StreamEnd))
+	}
+	if s.Internal {
+		o.m.Add("bardo_internal_completions_total", 1, "provider", s.Provider, "code", strconv.Itoa(s.Status))
+	}
+}

@@ -1,0 +1,40 @@
+package daemon
+
+import (
+	"testing"
+
+	"github.com/bardoinference/bardo/host/gateway"
+	"github.com/bardoinference/bardo/host/telemetry"
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// A cache hit's replayed usage is not counted as tokens spent; errors count
+// by kind; internal completions and stream ends are counted.
+func TestSettlementMetrics(t *testing.T) {
+	m := telemetry.New()
+	o := settlementMetrics{m}
+	usage := &wire.Usage{InputTokens: 10, OutputTokens: 5, CacheReadTokens: 3}
+	o.Settled(gateway.Settlement{Path: gateway.PathUpstream, Upstream: true, Provider: "up", Model: "gpt-4o", Usage: usage, Status: 200})
+	o.Settled(gateway.Settlement{Path: gateway.PathLayer, Provider: "up", Model: "gpt-4o", Usage: usage, Status: 200, Streamed: true, StreamEnd: gateway.StreamEnded})
+	o.Settled(gateway.Settlement{Path: gateway.PathError, Upstream: true, Provider: "up", Status: 429, Err: &wire.Error{Status: 429, Kind: wire.ErrRateLimit}})
+	o.Settled(gateway.Settlement{Path: gateway.PathInternal, Internal: true, Upstream: true, Provider: "up", Model: "gpt-4o", Status: 200})
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"bardo_tokens_total", []string{"provider", "up", "model", "gpt-4o", "kind", "input"}, 10},
+		{"bardo_tokens_total", []string{"provider", "up", "model", "gpt-4o", "kind", "output"}, 5},
+		{"bardo_tokens_total", []string{"provider", "up", "model", "gpt-4o", "kind", "cache_read"}, 3},
+		{"bardo_tokens_total", []string{"provider", "up", "model", "gpt-4o", "kind", "cache_write"}, 0},
+		{"bardo_answer_seconds", []string{"provider", "up", "model", "gpt-4o", "path", "layer"}, 1},
+		{"bardo_errors_total", []string{"kind", "rate_limit", "provider", "up"}, 1},
+		{"bardo_streams_total", []string{"end", "ended"}, 1},
+		{"bardo_internal_completions_total", []string{"provider", "up", "code", "200"}, 1},
+		{"bardo_telemetry_dropped_total", []string{"reason", "undeclared"}, 0},
+	} {
+		if v := m.Value(c.name, c.labels...); v != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, v, c.want)
+		}
+	}
+}
