@@ -22,7 +22,7 @@ var Catalog = []Desc{
 	{Name: "bardo_provider_responses_total", Type: "counter", Labels: []string{"provider", "model", "code"},
 		Help: "Inference responses naming the provider and model that served them (X-Bardo-Provider, X-Bardo-Model), by status code."},
 	{Name: "bardo_failovers_total", Type: "counter", Labels: []string{"provider", "reason"},
-		Help: "Provider attempts that failed over to the next candidate (X-Bardo-Fallback), by the provider and why: its status code, or down when health skipped it."},
+		Help: "Failed provider attempts before a request's answer (X-Bardo-Fallback; a retry of the same provider is one more), by provider and why: its status code, or down when health skipped it."},
 	{Name: "bardo_cache_stale_served_total", Type: "counter", Labels: nil,
 		Help: "Stale cached answers served because every provider failed (the spec's bardo_cache_stale_served: alert when it grows)."},
 	{Name: "bardo_cache_answers_total", Type: "counter", Labels: []string{"result"},

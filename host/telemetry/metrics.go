@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -133,30 +132,39 @@ func (r *Registry) child(name string, k kind, kv []string) prometheus.Metric {
 		r.dropped.WithLabelValues("undeclared").Inc()
 		return nil
 	}
-	var vals [8]string
-	lv := vals[:0]
+	// The series key is built on the stack and looked up without a copy;
+	// only a new series allocates.
+	var buf [256]byte
+	kb := buf[:0]
 	for i, l := range m.labels {
 		if kv[2*i] != l {
 			r.dropped.WithLabelValues("undeclared").Inc()
 			return nil
 		}
-		lv = append(lv, kv[2*i+1])
+		kb = append(append(kb, kv[2*i+1]...), 0xff)
 	}
-	key := strings.Join(lv, "\xff")
 	m.mu.RLock()
-	s := m.series[key]
+	s := m.series[string(kb)]
 	m.mu.RUnlock()
 	if s != nil {
 		return s
 	}
+	return r.newChild(m, string(kb), kv)
+}
+
+func (r *Registry) newChild(m *metric, key string, kv []string) prometheus.Metric {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if s = m.series[key]; s != nil {
+	if s := m.series[key]; s != nil {
 		return s
 	}
 	if len(m.series) >= MaxSeries {
 		r.dropped.WithLabelValues("series_cap").Inc()
 		return nil
+	}
+	lv := make([]string, len(m.labels))
+	for i := range lv {
+		lv[i] = kv[2*i+1]
 	}
 	s, err := m.vec.GetMetricWithLabelValues(lv...)
 	if err != nil { // invalid UTF-8 in a label value

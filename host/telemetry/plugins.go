@@ -24,8 +24,8 @@ type pluginCollector struct {
 	dropped *prometheus.CounterVec
 
 	mu     sync.Mutex
-	kinds  map[string]*pluginName              // full name → its type, first report wins
-	series map[string]map[string]*pluginSeries // plugin → full name → series
+	kinds  map[string]*pluginName              // name, unprefixed → its type; the first report wins
+	series map[string]map[string]*pluginSeries // plugin → name → series
 }
 
 type pluginName struct {
@@ -49,15 +49,14 @@ func (c *pluginCollector) record(plugin string, k int, name string, v float64) {
 		c.dropped.WithLabelValues("invalid").Inc()
 		return
 	}
-	full := pluginPrefix + name
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	pn := c.kinds[full]
+	pn := c.kinds[name]
 	if pn == nil {
-		pn = &pluginName{kind: kind(k), desc: prometheus.NewDesc(full,
+		pn = &pluginName{kind: kind(k), desc: prometheus.NewDesc(pluginPrefix+name,
 			"Reported by a plugin through the metric host function; see the plugin's README for its meaning.",
 			[]string{"plugin"}, nil)}
-		c.kinds[full] = pn
+		c.kinds[name] = pn
 	} else if pn.kind != kind(k) {
 		c.dropped.WithLabelValues("kind_conflict").Inc()
 		return
@@ -67,7 +66,7 @@ func (c *pluginCollector) record(plugin string, k int, name string, v float64) {
 		byName = map[string]*pluginSeries{}
 		c.series[plugin] = byName
 	}
-	s := byName[full]
+	s := byName[name]
 	if s == nil {
 		if len(byName) >= MaxPluginMetrics {
 			c.dropped.WithLabelValues("plugin_cap").Inc()
@@ -77,7 +76,7 @@ func (c *pluginCollector) record(plugin string, k int, name string, v float64) {
 		if pn.kind == histogram {
 			s.counts = make([]uint64, len(Buckets))
 		}
-		byName[full] = s
+		byName[name] = s
 	}
 	switch pn.kind {
 	case counter:
@@ -101,8 +100,8 @@ func (c *pluginCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for plugin, byName := range c.series {
-		for full, s := range byName {
-			pn := c.kinds[full]
+		for name, s := range byName {
+			pn := c.kinds[name]
 			switch pn.kind {
 			case counter:
 				ch <- prometheus.MustNewConstMetric(pn.desc, prometheus.CounterValue, s.value, plugin)
