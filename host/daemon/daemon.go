@@ -49,6 +49,9 @@ type Options struct {
 	PaymentPolicy *x402.Policy
 	// Liveness tunes the /healthz canaries (zero: the server's defaults).
 	Liveness server.LivenessConfig
+	// Admitter identifies callers before any layer (gateway.Admitter);
+	// nil: every caller is the anonymous tenant.
+	Admitter gateway.Admitter
 }
 
 // Daemon is an assembled gateway, not yet listening.
@@ -99,7 +102,7 @@ func New(ctx context.Context, path string, opts Options) (_ *Daemon, err error) 
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	d.Events = eventlog.New(0, d.Log.With("component", "events"))
-	d.Gateway = &gateway.Gateway{Log: d.Log, Heartbeat: opts.Heartbeat, Health: d.Health, Events: d.Events}
+	d.Gateway = &gateway.Gateway{Log: d.Log, Heartbeat: opts.Heartbeat, Health: d.Health, Events: d.Events, Admitter: opts.Admitter}
 	d.Gateway.SetObserver(settlementMetrics{d.Metrics})
 	if d.Gateway.Payer, err = payer(opts); err != nil {
 		return nil, err
