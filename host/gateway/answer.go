@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -172,6 +173,9 @@ func (g *Gateway) writeResponse(o *Outcome, held *holds, resp *wire.Response) {
 func (g *Gateway) answerUpstream(o *Outcome, rctx context.Context, held *holds, p *pipeline.Pipeline, pr *pipeline.Provider, route wire.Route, x *pipeline.Exchange, call *wire.UpstreamCall, resp *upstream.Response) {
 	if call.ResponseDialect == x.Meta.Dialect && !p.HasResponseLayers() {
 		held.s.Path = PathPassthrough
+		if u, ok := forwardedUsage(x.Meta.Dialect, resp.Body); ok {
+			held.s.Usage = &u
+		}
 		setHeaders(o, x)
 		o.Body = resp.Body
 		return
@@ -318,6 +322,12 @@ func (s *streamer) run(w *bufio.Writer) {
 				return
 			}
 			sawEnd = sawEnd || isEndMarker(ev)
+			if bytes.Contains(ev.Data, []byte(`"usage"`)) {
+				if u, ok := forwardedUsage(s.upDialect, ev.Data); ok {
+					foldUsage(&usage, &u)
+					s.tab.Usage = &usage
+				}
+			}
 			buf = appendSSE(buf, ev.Event, ev.Data)
 		} else {
 			var evs []wire.Event

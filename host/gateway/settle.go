@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/bardoinference/bardo/host/dialect/anthropic"
+	"github.com/bardoinference/bardo/host/dialect/openai"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -50,8 +52,9 @@ type Settlement struct {
 	// upstream provider: only then can money have been spent upstream.
 	// Failed attempts before it are never billed.
 	Upstream bool
-	// Usage is what the answer reported; nil when not known (forwarded
-	// bytes are not decoded).
+	// Usage is what the answer reported; nil when not known (a forwarded
+	// OpenAI stream without stream_options.include_usage). Forwarded bytes
+	// are read for it, never re-encoded.
 	Usage   *wire.Usage
 	Cache   string // the layers' X-Bardo-Cache verdict (hash-hit, semantic-hit, miss, stale), if any
 	Status  int    // the HTTP status the caller got (a stream: 200, even when it broke)
@@ -100,14 +103,30 @@ func (g *Gateway) settle(s *Settlement) {
 	}
 }
 
-// addUsage folds a stream event's usage into u: a stream reports its input
-// side at the start and its output side (cumulative) at the end.
+// addUsage folds a stream event's usage into u.
 func addUsage(u *wire.Usage, ev *wire.Event) {
-	if ev.Type != wire.EventMessageStart && ev.Type != wire.EventMessageDelta {
-		return
+	if ev.Type == wire.EventMessageStart || ev.Type == wire.EventMessageDelta {
+		foldUsage(u, &ev.Usage)
 	}
-	u.InputTokens = max(u.InputTokens, ev.Usage.InputTokens)
-	u.OutputTokens = max(u.OutputTokens, ev.Usage.OutputTokens)
-	u.CacheReadTokens = max(u.CacheReadTokens, ev.Usage.CacheReadTokens)
-	u.CacheWriteTokens = max(u.CacheWriteTokens, ev.Usage.CacheWriteTokens)
+}
+
+// foldUsage folds a stream's usage report into u: a stream reports its
+// input side at the start and its output side (cumulative) at the end.
+func foldUsage(u, by *wire.Usage) {
+	u.InputTokens = max(u.InputTokens, by.InputTokens)
+	u.OutputTokens = max(u.OutputTokens, by.OutputTokens)
+	u.CacheReadTokens = max(u.CacheReadTokens, by.CacheReadTokens)
+	u.CacheWriteTokens = max(u.CacheWriteTokens, by.CacheWriteTokens)
+}
+
+// forwardedUsage reads the usage of a forwarded answer or stream event (in
+// dialect d) from its bytes, which stay as they are.
+func forwardedUsage(d wire.Dialect, obj []byte) (wire.Usage, bool) {
+	switch d {
+	case wire.DialectOpenAI:
+		return openai.Usage(obj)
+	case wire.DialectAnthropic:
+		return anthropic.Usage(obj)
+	}
+	return wire.Usage{}, false
 }

@@ -101,12 +101,30 @@ func TestSettlementEveryPathOnce(t *testing.T) {
 		return st
 	}
 
-	// A forwarded JSON answer: its bytes are not decoded, so its usage is
-	// not known here.
+	// Forwarded answers: usage read from their bytes (cached tokens
+	// included), in both dialects.
+	fake.Script(fakeupstream.Cached(5, 0))
 	st := check(post(t, g.URL, "/v1/chat/completions", `{"model":"gpt-4o",`+ask),
 		gateway.Settlement{Path: gateway.PathPassthrough, Status: 200, Provider: "up", Upstream: true})
-	if st.Model != "gpt-4o" || st.Usage != nil || st.Err != nil {
-		t.Fatalf("passthrough: %+v", st)
+	if st.Model != "gpt-4o" || st.Usage == nil || st.Usage.OutputTokens == 0 || st.Usage.CacheReadTokens != 5 || st.Err != nil {
+		t.Fatalf("passthrough: %+v %+v", st, st.Usage)
+	}
+	fake.Script(fakeupstream.Cached(7, 3))
+	st = check(post(t, g.URL, "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":64,`+ask),
+		gateway.Settlement{Path: gateway.PathPassthrough, Status: 200, Provider: "claude", Upstream: true})
+	if st.Usage == nil || st.Usage.OutputTokens == 0 || st.Usage.CacheReadTokens != 7 || st.Usage.CacheWriteTokens != 3 {
+		t.Fatalf("anthropic passthrough usage: %+v", st.Usage)
+	}
+	fake.Script(fakeupstream.Cached(7, 3))
+	st = check(post(t, g.URL, "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":64,"stream":true,`+ask),
+		gateway.Settlement{Path: gateway.PathPassthrough, Status: 200, Provider: "claude", Upstream: true, Streamed: true, StreamEnd: gateway.StreamEnded})
+	if st.Usage == nil || st.Usage.InputTokens == 0 || st.Usage.OutputTokens == 0 || st.Usage.CacheReadTokens != 7 || st.Usage.CacheWriteTokens != 3 {
+		t.Fatalf("anthropic passthrough stream usage: %+v", st.Usage)
+	}
+	st = check(post(t, g.URL, "/v1/chat/completions", `{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true},`+ask),
+		gateway.Settlement{Path: gateway.PathPassthrough, Status: 200, Provider: "up", Upstream: true, Streamed: true, StreamEnd: gateway.StreamEnded})
+	if st.Usage == nil || st.Usage.OutputTokens == 0 {
+		t.Fatalf("openai passthrough stream usage: %+v", st.Usage)
 	}
 	// A translated answer (Anthropic caller, OpenAI upstream) has usage.
 	st = check(post(t, g.URL, "/v1/messages", `{"model":"gpt-4o","max_tokens":64,`+ask),
