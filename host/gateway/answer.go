@@ -18,11 +18,11 @@ import (
 )
 
 // holds is what a request holds until its answer is written: the cancel of
-// its context, its reference to the pipeline, and its settlement. serve ends
+// its context, its reference to the pipeline, and its settlement. Serve ends
 // them when it returns, unless a stream writer took them over with handOff:
-// fasthttp runs the writer on a goroutine of its own, started at
-// SetBodyStreamWriter, that outlives serve and still runs plugins (the
-// stream phase) under that context, on that pipeline. (Ended by serve, they
+// the front runs the writer after Serve returns (fasthttp: on a goroutine of
+// its own, started at SetBodyStreamWriter), and it still runs plugins (the
+// stream phase) under that context, on that pipeline. (Ended by Serve, they
 // raced the writer: most replayed streams lost, their layers' calls
 // cancelled.) Whoever ends them settles the request, so it is settled
 // exactly once.
@@ -62,7 +62,7 @@ func (h *holds) also(cancel context.CancelFunc) {
 }
 
 // end releases whatever was not handed off, and settles a request whose
-// answer serve wrote itself.
+// answer Serve produced itself.
 func (h *holds) end() {
 	if h.handed {
 		return

@@ -126,7 +126,7 @@ func (g *Gateway) Serve(call *Call) *Outcome {
 			held.s.Path = PathLocal
 			g.answerLocal(o, rctx, held, p, x, out.local)
 		case out.resp != nil && out.call.Stream:
-			// The stream writer runs after serve returns; it owns the
+			// The stream writer runs after Serve returns; it owns the
 			// pipeline reference, the context and the upstream response
 			// from here on.
 			setHeaders(o, x)

@@ -2,6 +2,11 @@
 // runs the request through the current pipeline, calls the chosen provider's
 // upstream through its adapter plugin, and answers in the caller's dialect, as
 // JSON or as a stream, with every decision in X-Bardo-* headers.
+//
+// The HTTP front (serve, writeOutcome) is the only part that knows fasthttp;
+// the engine (Serve) takes a decoded Call and returns an Outcome, admits the
+// caller (Admitter), runs the one failover loop (failover.go, shared with
+// internal completions) and settles every outcome once (settle.go).
 package gateway
 
 import (
