@@ -264,3 +264,39 @@ func apitestGet(t *testing.T, url string) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+// A layer's internal completion runs the caller's failover loop: a provider
+// backing off after a 429 is tried after the others, not first (the
+// completion loop of old tried it first and hit its limit again), and the
+// failed attempts are settled with it.
+func TestInternalCompletionSharesTheFailoverLoop(t *testing.T) {
+	g, primary, backup := startPrimaryBackup(t, testgateway.Options{})
+	obs := observe(g)
+	primary.Script(fakeupstream.RateLimited(30))
+	if r := post(t, g.URL, "/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`); r.Status != 200 ||
+		r.Header.Get("X-Bardo-Provider") != "backup" || !g.Daemon.Health.BackingOff("primary") {
+		t.Fatalf("setup: %d %q", r.Status, r.Header.Get("X-Bardo-Provider"))
+	}
+	complete := func() (sandbox.CompletionResult, gateway.Settlement) {
+		t.Helper()
+		res, err := g.Daemon.Gateway.Complete(context.Background(), "tenant-c", sandbox.Completion{Request: &wire.Request{
+			Model: "gpt-4o", Messages: []wire.Message{{Role: "user", Content: []wire.Block{{Type: wire.BlockText, Text: "sum up"}}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		return res, obs.all[len(obs.all)-1]
+	}
+	before := primary.Count("/v1/chat/completions")
+	if res, st := complete(); res.Provider != "backup" || primary.Count("/v1/chat/completions") != before || st.Provider != "backup" {
+		t.Fatalf("internal completion served by %q (primary got %d more), settled %+v", res.Provider,
+			primary.Count("/v1/chat/completions")-before, st)
+	}
+	// The backup fails: the primary is the last resort, and the settlement
+	// names the failed attempts.
+	backup.Script(fakeupstream.Fail(502), fakeupstream.Fail(502))
+	if res, st := complete(); res.Provider != "primary" || strings.Join(st.Tried, ",") != "backup:502,backup:502" || !st.Internal {
+		t.Fatalf("last resort: %q, settled %+v", res.Provider, st)
+	}
+}
