@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/bardoinference/bardo/host/events"
 	"github.com/bardoinference/bardo/host/pipeline"
+	"github.com/bardoinference/bardo/host/pricing"
 	"github.com/bardoinference/bardo/host/upstream"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
@@ -173,7 +173,7 @@ func (g *Gateway) writeResponse(o *Outcome, held *holds, resp *wire.Response) {
 func (g *Gateway) answerUpstream(o *Outcome, rctx context.Context, held *holds, p *pipeline.Pipeline, pr *pipeline.Provider, route wire.Route, x *pipeline.Exchange, call *wire.UpstreamCall, resp *upstream.Response) {
 	if call.ResponseDialect == x.Meta.Dialect && !p.HasResponseLayers() {
 		held.s.Path = PathPassthrough
-		if u, ok := forwardedUsage(x.Meta.Dialect, resp.Body); ok {
+		if u, ok := pricing.BodyUsage(resp.Body); ok {
 			held.s.Usage = &u
 		}
 		setHeaders(o, x)
@@ -249,7 +249,10 @@ func (s *streamer) run(w *bufio.Writer) {
 	// Until the end is out, a return is the client going away; the other
 	// ends say so.
 	s.tab.StreamEnd, s.tab.Path = StreamClientGone, PathUpstream
-	var usage wire.Usage
+	var (
+		usage     wire.Usage
+		forwarded pricing.StreamUsage // passthrough: usage read from the bytes as they pass
+	)
 	if passthrough {
 		s.tab.Path = PathPassthrough
 	} else {
@@ -322,11 +325,10 @@ func (s *streamer) run(w *bufio.Writer) {
 				return
 			}
 			sawEnd = sawEnd || isEndMarker(ev)
-			if bytes.Contains(ev.Data, []byte(`"usage"`)) {
-				if u, ok := forwardedUsage(s.upDialect, ev.Data); ok {
-					foldUsage(&usage, &u)
-					s.tab.Usage = &usage
-				}
+			forwarded.Event(ev.Data)
+			if u, ok := forwarded.Usage(); ok {
+				usage = u
+				s.tab.Usage = &usage
 			}
 			buf = appendSSE(buf, ev.Event, ev.Data)
 		} else {

@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/bardoinference/bardo/host/dialect/anthropic"
-	"github.com/bardoinference/bardo/host/dialect/openai"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -117,16 +115,4 @@ func foldUsage(u, by *wire.Usage) {
 	u.OutputTokens = max(u.OutputTokens, by.OutputTokens)
 	u.CacheReadTokens = max(u.CacheReadTokens, by.CacheReadTokens)
 	u.CacheWriteTokens = max(u.CacheWriteTokens, by.CacheWriteTokens)
-}
-
-// forwardedUsage reads the usage of a forwarded answer or stream event (in
-// dialect d) from its bytes, which stay as they are.
-func forwardedUsage(d wire.Dialect, obj []byte) (wire.Usage, bool) {
-	switch d {
-	case wire.DialectOpenAI:
-		return openai.Usage(obj)
-	case wire.DialectAnthropic:
-		return anthropic.Usage(obj)
-	}
-	return wire.Usage{}, false
 }
