@@ -15,9 +15,12 @@ import (
 )
 
 // catalog returns the 100 tools of testdata/catalog.json (Anthropic shape).
-func catalog(t testing.TB) []wire.Tool {
+func catalog(t testing.TB) []wire.Tool { return loadTools(t, "testdata/catalog.json") }
+
+// loadTools reads a JSON array of tools in Anthropic's shape.
+func loadTools(t testing.TB, path string) []wire.Tool {
 	t.Helper()
-	b, err := os.ReadFile("testdata/catalog.json")
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

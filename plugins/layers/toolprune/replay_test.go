@@ -22,24 +22,7 @@ import (
 // tools (18 of its own, 6 from MCP servers), written in the shape and at
 // the size of the real definitions (≈ 52 KB, ≈ 13,000 tokens).
 func claudeCodeTools(t testing.TB) []wire.Tool {
-	t.Helper()
-	b, err := os.ReadFile("testdata/claude_code_tools.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var raw []struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		InputSchema json.RawMessage `json:"input_schema"`
-	}
-	if err := json.Unmarshal(b, &raw); err != nil {
-		t.Fatal(err)
-	}
-	tools := make([]wire.Tool, len(raw))
-	for i, r := range raw {
-		tools[i] = wire.Tool{Name: r.Name, Description: r.Description, Schema: r.InputSchema}
-	}
-	return tools
+	return loadTools(t, "testdata/claude_code_tools.json")
 }
 
 type sessionStep struct {
