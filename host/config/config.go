@@ -108,6 +108,7 @@ type Config struct {
 	Fingerprint Fingerprint // SHA-256 of the file's bytes
 	Server      Server
 	Storage     Storage    // the [storage] table
+	Auth        Auth       // the [auth] table
 	Layers      []Layer    // in file order: the order requests pass through them
 	Providers   []Provider // in file order
 	Models      Models     // the [models] table

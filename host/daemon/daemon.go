@@ -15,6 +15,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
+	"github.com/bardoinference/bardo/host/config"
 	"github.com/bardoinference/bardo/host/eventlog"
 	"github.com/bardoinference/bardo/host/gateway"
 	"github.com/bardoinference/bardo/host/health"
@@ -135,6 +136,13 @@ func New(ctx context.Context, path string, opts Options) (_ *Daemon, err error) 
 	d.closeAll = append(d.closeAll, d.Manager.Close)
 	cfg := d.Manager.Peek().Config
 	d.Vectors.SetMaxEntries(cfg.Models.IndexMaxEntries)
+	if d.Gateway.Admitter == nil && cfg.Auth.Mode == config.AuthKeys {
+		k, err := d.openKeys(ctx, cfg.Storage)
+		if err != nil {
+			return nil, err
+		}
+		d.Gateway.Admitter = k
+	}
 
 	timeout := opts.Upstream
 	if timeout <= 0 {
@@ -180,9 +188,14 @@ func payer(opts Options) (*x402.Payer, error) {
 }
 
 // Listen binds addr, or the [server] listen address when addr is "".
+// Without an Admitter (open mode) it refuses an address that is not
+// loopback (ErrOpenNotLoopback).
 func (d *Daemon) Listen(addr string) error {
 	if addr == "" {
 		addr = d.Manager.Peek().Config.Server.Listen
+	}
+	if err := d.checkOpen(addr); err != nil {
+		return err
 	}
 	if err := d.Server.Listen(addr); err != nil {
 		return fmt.Errorf("daemon: %w", err)

@@ -13,13 +13,28 @@ import (
 // ledger: "direct" for a provider reached with the caller's own key.
 const HeaderCost = "X-Bardo-Cost"
 
-// callerKey is the caller's own API key, as its SDK sends it.
+// HeaderUpstreamKey carries the caller's own provider key for a direct
+// provider when Authorization (or x-api-key) carries the gateway's key.
+const HeaderUpstreamKey = "X-Bardo-Upstream-Key"
+
+// gatewayKeyPrefix marks the gateway's own keys (host/auth.Prefix), which
+// are never forwarded to a provider.
+const gatewayKeyPrefix = "bardo_sk_"
+
+// callerKey is the caller's own API key for a direct provider:
+// X-Bardo-Upstream-Key, else what its SDK sends (Authorization: Bearer,
+// x-api-key, x-goog-api-key) unless that is the gateway's key.
 func callerKey(h Header) string {
+	if v := strings.TrimSpace(string(h.Peek(HeaderUpstreamKey))); v != "" {
+		return v
+	}
 	if v := string(h.Peek("Authorization")); len(v) > 7 && strings.EqualFold(v[:7], "Bearer ") {
-		return strings.TrimSpace(v[7:])
+		if v = strings.TrimSpace(v[7:]); !strings.HasPrefix(v, gatewayKeyPrefix) {
+			return v
+		}
 	}
 	for _, name := range []string{"x-api-key", "x-goog-api-key"} {
-		if v := strings.TrimSpace(string(h.Peek(name))); v != "" {
+		if v := strings.TrimSpace(string(h.Peek(name))); v != "" && !strings.HasPrefix(v, gatewayKeyPrefix) {
 			return v
 		}
 	}
@@ -33,7 +48,7 @@ func callerKey(h Header) string {
 func directBody(x *pipeline.Exchange, call *wire.UpstreamCall, route wire.Route) ([]byte, *wire.Error) {
 	if x.CallerKey == "" {
 		return nil, &wire.Error{Status: 401, Kind: wire.ErrAuthentication,
-			Message: "provider " + route.Provider + " is reached with your own API key: send it as Authorization: Bearer <key> (or x-api-key)"}
+			Message: "provider " + route.Provider + " is reached with your own API key: send it as "+HeaderUpstreamKey+": <key> (or, without a gateway key, as Authorization: Bearer <key> or x-api-key)"}
 	}
 	x.Headers = setKV(x.Headers, HeaderCost, "direct")
 	if call.BodyMode == wire.BodyRaw {

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"net/netip"
 	"strings"
 
 	"github.com/valyala/fasthttp"
@@ -26,6 +27,16 @@ func (g *Gateway) models(ctx *fasthttp.RequestCtx) {
 	if !ctx.IsGet() {
 		ctx.Response.Header.Set("Allow", "GET")
 		WriteError(ctx, d, &wire.Error{Status: 405, Kind: wire.ErrInvalidRequest, Message: "use GET on /v1/models"})
+		return
+	}
+	// The list is the caller's: a key is needed like anywhere else
+	// (read-only keys too), so a keyed gateway lists its catalog to no stranger.
+	var ip netip.Addr
+	if a, ok := netip.AddrFromSlice(ctx.RemoteIP()); ok {
+		ip = a.Unmap()
+	}
+	if _, werr := g.admit(ctx, &Admission{Dialect: d, Path: string(ctx.Path()), Header: &ctx.Request.Header, RemoteIP: ip}); werr != nil {
+		WriteError(ctx, d, werr)
 		return
 	}
 	p := g.Pipelines.Peek()
