@@ -48,7 +48,7 @@ func callerKey(h Header) string {
 func directBody(x *pipeline.Exchange, call *wire.UpstreamCall, route wire.Route) ([]byte, *wire.Error) {
 	if x.CallerKey == "" {
 		return nil, &wire.Error{Status: 401, Kind: wire.ErrAuthentication,
-			Message: "provider " + route.Provider + " is reached with your own API key: send it as "+HeaderUpstreamKey+": <key> (or, without a gateway key, as Authorization: Bearer <key> or x-api-key)"}
+			Message: "provider " + route.Provider + " is reached with your own API key: send it as " + HeaderUpstreamKey + ": <key> (or, without a gateway key, as Authorization: Bearer <key> or x-api-key)"}
 	}
 	x.Headers = setKV(x.Headers, HeaderCost, "direct")
 	if call.BodyMode == wire.BodyRaw {
