@@ -1,22 +1,14 @@
 package main
 
-import (
-	"unsafe"
+import "github.com/bardoinference/bardo/sdk/memo"
 
-	"github.com/bardoinference/bardo/sdk/plugin"
-)
-
-// An agent resends its system prompt, tools and whole conversation on every
-// turn, and normalizing every byte of it inside wasm was most of this
-// layer's request phase (~0.3 ms on an 85 KB Claude Code request). The
-// normalized form of a text depends on the text alone (and the
+// Normalizing every byte of an agent's resent context inside wasm was most
+// of this layer's request phase (~0.3 ms on an 85 KB Claude Code request).
+// The normalized form of a text depends on the text alone (and the
 // configuration, fixed for an instance's life), so for a long text it is
-// remembered, keyed by the host's native SHA-256 of the text: the canonical
-// string, and so the key, is byte for byte what normalizing would build.
-//
-// The memo lives in the instance's memory (each instance of the pool keeps
-// its own) and is partitioned by tenant, so how long a request takes cannot
-// tell one tenant whether another sent a text.
+// remembered (sdk/memo: per instance, per tenant, keyed by the host's
+// SHA-256): the canonical string, and so the key, is byte for byte what
+// normalizing would build.
 
 const (
 	// memoMinLen: shorter texts are normalized, not hashed; a host call and
@@ -27,16 +19,7 @@ const (
 	memoMaxBytes = 4 << 20
 )
 
-type memoKey struct {
-	tenant string
-	sum    [32]byte
-}
-
-var (
-	memo      = map[memoKey][]byte{}
-	memoBytes int
-	memoHits  int // texts answered from the memo (tests read it)
-)
+var memoized = memo.Table[[]byte]{Max: memoMaxBytes}
 
 // text appends s normalized to the canonical string.
 func (k *keyBuilder) text(s string) {
@@ -44,18 +27,12 @@ func (k *keyBuilder) text(s string) {
 		k.buf = k.n.text(k.buf, s)
 		return
 	}
-	key := memoKey{tenant: k.tenant, sum: plugin.SHA256(unsafe.Slice(unsafe.StringData(s), len(s)))}
-	if v, ok := memo[key]; ok {
-		memoHits++
+	key := memo.KeyOf(k.tenant, "", s)
+	if v, ok := memoized.Get(key); ok {
 		k.buf = append(k.buf, v...)
 		return
 	}
 	at := len(k.buf)
 	k.buf = k.n.text(k.buf, s)
-	if memoBytes+len(k.buf)-at > memoMaxBytes {
-		clear(memo)
-		memoBytes = 0
-	}
-	memo[key] = append([]byte(nil), k.buf[at:]...)
-	memoBytes += len(k.buf) - at
+	memoized.Put(key, append([]byte(nil), k.buf[at:]...), len(k.buf)-at)
 }

@@ -30,12 +30,11 @@ func TestMemoSameKey(t *testing.T) {
 		Tools: []wire.Tool{{Name: "read", Description: filler + "!", Schema: []byte(`{"type":"object","description":"` + filler + `"}`)}},
 	}
 	build := func(tenant string) (string, int) {
-		hits := memoHits
+		hits := memoized.Hits
 		keys.tenant = tenant
-		return string(keys.build(&req)), memoHits - hits
+		return string(keys.build(&req)), memoized.Hits - hits
 	}
-	clear(memo)
-	memoBytes = 0
+	memoized.Reset()
 	fresh, hits := build("t1")
 	if hits != 0 {
 		t.Fatalf("first build: %d memo hits", hits)

@@ -2,9 +2,8 @@ package main
 
 import (
 	"strings"
-	"unsafe"
 
-	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/memo"
 )
 
 // An agent resends its system prompt, tools and whole conversation on every
@@ -15,12 +14,10 @@ import (
 // SHA-256 of the text: hashing 85 KB natively costs a few tens of µs, the
 // scan inside wasm about half a millisecond.
 //
-// The memo lives in the instance's memory (each instance of the pool keeps
-// its own) and is keyed per tenant as well, so how long a request takes
-// cannot tell one tenant whether another sent a text. It holds only
-// offsets and placeholder-shaped tokens, never a detected value. The
-// configured extra patterns (host regex set) are not memoised: they still
-// run over every segment.
+// The memo (sdk/memo) lives in the instance's memory and is keyed per
+// tenant and member as well. It holds only offsets and placeholder-shaped
+// tokens, never a detected value. The configured extra patterns (host regex
+// set) are not memoised: they still run over every segment.
 
 const (
 	// memoMinLen: shorter segments are scanned, not hashed; a host call and
@@ -30,12 +27,6 @@ const (
 	memoMaxEntries = 4096
 )
 
-type memoKey struct {
-	tenant string
-	member string
-	sum    [32]byte
-}
-
 // memoEntry is what the scan found in a segment: its spans (offsets into
 // the segment) and the placeholder-shaped tokens it holds.
 type memoEntry struct {
@@ -43,10 +34,7 @@ type memoEntry struct {
 	taken []string
 }
 
-var (
-	memo     = map[memoKey]memoEntry{}
-	memoHits int // segments answered from the memo (tests read it)
-)
+var memoized = memo.Table[memoEntry]{Max: memoMaxEntries}
 
 // scanSegment appends the built-in entities of text (a segment whose JSON
 // member is member) to k.spans, from the memo when this tenant's instance
@@ -57,19 +45,14 @@ func (k *masker) scanSegment(text, member string) {
 		k.spans = k.det.scan(text, k.spans)
 		return
 	}
-	key := memoKey{tenant: k.tenant, member: member,
-		sum: plugin.SHA256(unsafe.Slice(unsafe.StringData(text), len(text)))}
-	if e, ok := memo[key]; ok {
-		memoHits++
+	key := memo.KeyOf(k.tenant, member, text)
+	if e, ok := memoized.Get(key); ok {
 		k.spans = append(k.spans, e.spans...)
 		k.det.taken = append(k.det.taken, e.taken...)
 		return
 	}
 	s0, t0 := len(k.spans), len(k.det.taken)
 	k.spans = k.det.scan(text, k.spans)
-	if len(memo) >= memoMaxEntries {
-		clear(memo)
-	}
 	var e memoEntry
 	if len(k.spans) > s0 {
 		e.spans = append([]span(nil), k.spans[s0:]...)
@@ -78,6 +61,5 @@ func (k *masker) scanSegment(text, member string) {
 		// A copy: the token must not keep the request's text alive.
 		e.taken = append(e.taken, strings.Clone(t))
 	}
-	key.tenant, key.member = strings.Clone(key.tenant), strings.Clone(key.member)
-	memo[key] = e
+	memoized.Put(key, e, 1)
 }

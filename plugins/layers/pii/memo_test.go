@@ -36,15 +36,15 @@ func memoRequest(last string) wire.Request {
 // tenant's instance state is never used, and a changed segment is scanned
 // again.
 func TestMemoSameDecisions(t *testing.T) {
-	clear(memo)
+	memoized.Reset()
 	h := plugintest.New(t, `{}`)
 	run := func(tenant, id, last string) (wire.LayerResult, int) {
 		t.Helper()
-		hits := memoHits
+		hits := memoized.Hits
 		m := meta(id)
 		m.Tenant = tenant
 		res := h.OnRequest(wire.LayerRequest{Meta: m, Request: memoRequest(last)})
-		return res, memoHits - hits
+		return res, memoized.Hits - hits
 	}
 	first, hits := run("t1", "req_1", "Now fix the test.")
 	if hits != 0 {
@@ -70,10 +70,10 @@ func TestMemoSameDecisions(t *testing.T) {
 	// One segment changed: it is scanned, the other three come from the memo.
 	req := memoRequest("Now fix the test.")
 	req.Messages[0].Content[0].Text += " Or bob@example.org."
-	hits = memoHits
+	hits = memoized.Hits
 	res := h.OnRequest(wire.LayerRequest{Meta: meta("req_4"), Request: req})
-	if memoHits-hits != 3 || !strings.Contains(res.Request.Messages[0].Content[0].Text, "Or [EMAIL_4].") {
-		t.Fatalf("%d hits; %q", memoHits-hits, res.Request.Messages[0].Content[0].Text)
+	if memoized.Hits-hits != 3 || !strings.Contains(res.Request.Messages[0].Content[0].Text, "Or [EMAIL_4].") {
+		t.Fatalf("%d hits; %q", memoized.Hits-hits, res.Request.Messages[0].Content[0].Text)
 	}
 	// A value that blocks in the newest turn still blocks from the memo.
 	mnemonic := "legal winner thank year wave sausage worth useful legal winner thank yellow"
