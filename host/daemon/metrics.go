@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/bardoinference/bardo/host/gateway"
 	"github.com/bardoinference/bardo/host/telemetry"
@@ -39,5 +40,27 @@ func (o settlementMetrics) Settled(s gateway.Settlement) {
 	}
 	if s.Internal {
 		o.m.Add("bardo_internal_completions_total", 1, "provider", s.Provider, "code", strconv.Itoa(s.Status))
+		return
+	}
+	// What the caller was told in X-Bardo-* headers, from the same record.
+	code := strconv.Itoa(s.Status)
+	if s.Provider != "" {
+		o.m.Add("bardo_provider_responses_total", 1, "provider", s.Provider, "model", s.Model, "code", code)
+	}
+	for _, e := range s.Tried { // "provider:status" or "provider:down"
+		if i := strings.LastIndexByte(e, ':'); i > 0 {
+			o.m.Add("bardo_failovers_total", 1, "provider", e[:i], "reason", e[i+1:])
+		}
+	}
+	if s.Path == gateway.PathStale {
+		o.m.Add("bardo_cache_stale_served_total", 1)
+	}
+	for _, d := range s.Degraded {
+		if l, ok := strings.CutPrefix(d, "layer-skipped:"); ok {
+			o.m.Add("bardo_layer_skips_total", 1, "layer", l)
+		}
+	}
+	if s.Cache != "" {
+		o.m.Add("bardo_cache_answers_total", 1, "result", s.Cache)
 	}
 }

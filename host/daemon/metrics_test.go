@@ -17,7 +17,9 @@ func TestSettlementMetrics(t *testing.T) {
 	o.Settled(gateway.Settlement{Path: gateway.PathUpstream, Upstream: true, Provider: "up", Model: "gpt-4o", Usage: usage, Status: 200})
 	o.Settled(gateway.Settlement{Path: gateway.PathLayer, Provider: "up", Model: "gpt-4o", Usage: usage, Status: 200, Streamed: true, StreamEnd: gateway.StreamEnded})
 	o.Settled(gateway.Settlement{Path: gateway.PathError, Upstream: true, Provider: "up", Status: 429, Err: &wire.Error{Status: 429, Kind: wire.ErrRateLimit}})
-	o.Settled(gateway.Settlement{Path: gateway.PathInternal, Internal: true, Upstream: true, Provider: "up", Model: "gpt-4o", Status: 200})
+	o.Settled(gateway.Settlement{Path: gateway.PathInternal, Internal: true, Upstream: true, Provider: "up", Model: "gpt-4o", Status: 200, Tried: []string{"down:502"}})
+	o.Settled(gateway.Settlement{Path: gateway.PathStale, Cache: "stale", Status: 200, Tried: []string{"up:502", "up:502", "other:down"},
+		Degraded: []string{"layer-skipped:semcache", "dropped-fields:x"}})
 	for _, c := range []struct {
 		name   string
 		labels []string
@@ -31,6 +33,15 @@ func TestSettlementMetrics(t *testing.T) {
 		{"bardo_errors_total", []string{"kind", "rate_limit", "provider", "up"}, 1},
 		{"bardo_streams_total", []string{"end", "ended"}, 1},
 		{"bardo_internal_completions_total", []string{"provider", "up", "code", "200"}, 1},
+		// What the caller's headers say, from the same settlement; an
+		// internal completion's failed attempts are not a caller's failover.
+		{"bardo_provider_responses_total", []string{"provider", "up", "model", "gpt-4o", "code", "200"}, 2},
+		{"bardo_failovers_total", []string{"provider", "up", "reason", "502"}, 2},
+		{"bardo_failovers_total", []string{"provider", "other", "reason", "down"}, 1},
+		{"bardo_failovers_total", []string{"provider", "down", "reason", "502"}, 0},
+		{"bardo_cache_stale_served_total", nil, 1},
+		{"bardo_cache_answers_total", []string{"result", "stale"}, 1},
+		{"bardo_layer_skips_total", []string{"layer", "semcache"}, 1},
 		{"bardo_telemetry_dropped_total", []string{"reason", "undeclared"}, 0},
 	} {
 		if v := m.Value(c.name, c.labels...); v != c.want {

@@ -93,6 +93,7 @@ func (h *holds) settle() {
 				h.s.Cache = kv.Value
 			}
 		}
+		h.s.Degraded = h.x.Degraded
 	}
 	h.g.settle(&h.s)
 }

@@ -53,12 +53,15 @@ type Settlement struct {
 	// Usage is what the answer reported; nil when not known (a forwarded
 	// OpenAI stream without stream_options.include_usage). Forwarded bytes
 	// are read for it, never re-encoded.
-	Usage   *wire.Usage
-	Cache   string // the layers' X-Bardo-Cache verdict (hash-hit, semantic-hit, miss, stale), if any
-	Status  int    // the HTTP status the caller got (a stream: 200, even when it broke)
-	Err     *wire.Error
-	Tried   []string // failed attempts, as in X-Bardo-Fallback
-	Latency time.Duration
+	Usage  *wire.Usage
+	Cache  string // the layers' X-Bardo-Cache verdict (hash-hit, semantic-hit, miss, stale), if any
+	Status int    // the HTTP status the caller got (a stream: 200, even when it broke)
+	Err    *wire.Error
+	Tried  []string // failed attempts, as in X-Bardo-Fallback
+	// Degraded is what X-Bardo-Degraded says: approximations and skipped
+	// layers ("layer-skipped:<name>").
+	Degraded []string
+	Latency  time.Duration
 }
 
 // Observer is told of every settlement. It runs on the request's goroutine

@@ -2,12 +2,10 @@ package server
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/bardoinference/bardo/host/gateway"
 	"github.com/bardoinference/bardo/host/telemetry"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
@@ -22,9 +20,9 @@ func (sv *Server) metrics(ctx *fasthttp.RequestCtx) {
 	}
 }
 
-// observe records a served request. The inference metrics read what the
-// gateway already tells the caller in its X-Bardo-* response headers, so
-// they agree with the headers by construction.
+// observe records a served request. What the gateway decided (provider,
+// failovers, cache, skipped layers) is counted at its settlement point
+// (host/daemon's settlementMetrics), where every outcome passes once.
 func (sv *Server) observe(ctx *fasthttp.RequestCtx, start time.Time) {
 	route, code := routeLabel(ctx), strconv.Itoa(ctx.Response.StatusCode())
 	sv.Metrics.Add("bardo_http_requests_total", 1, "path", route, "code", code)
@@ -38,34 +36,6 @@ func (sv *Server) observe(ctx *fasthttp.RequestCtx, start time.Time) {
 		d = "anthropic"
 	}
 	sv.Metrics.Add("bardo_requests_total", 1, "dialect", d, "endpoint", endpoint, "code", code)
-	h := &ctx.Response.Header
-	if p := h.Peek(gateway.HeaderProvider); len(p) > 0 {
-		sv.Metrics.Add("bardo_provider_responses_total", 1, "provider", string(p), "model", string(h.Peek(gateway.HeaderModel)), "code", code)
-	}
-	if f := h.Peek(gateway.HeaderFallback); len(f) > 0 {
-		// Entries are "provider:status" or "provider:down", and a final
-		// "cache:stale" when a stale answer was served.
-		for _, e := range strings.Split(string(f), ",") {
-			e = strings.TrimSpace(e)
-			if e == "cache:stale" {
-				sv.Metrics.Add("bardo_cache_stale_served_total", 1)
-				continue
-			}
-			if i := strings.LastIndexByte(e, ':'); i > 0 {
-				sv.Metrics.Add("bardo_failovers_total", 1, "provider", e[:i], "reason", e[i+1:])
-			}
-		}
-	}
-	if dg := h.Peek("X-Bardo-Degraded"); len(dg) > 0 {
-		for _, e := range strings.Split(string(dg), ",") {
-			if l, ok := strings.CutPrefix(strings.TrimSpace(e), "layer-skipped:"); ok {
-				sv.Metrics.Add("bardo_layer_skips_total", 1, "layer", l)
-			}
-		}
-	}
-	if c := h.Peek("X-Bardo-Cache"); len(c) > 0 {
-		sv.Metrics.Add("bardo_cache_answers_total", 1, "result", string(c))
-	}
 }
 
 // inferenceEndpoint names the inference routes for bardo_requests_total; ""
