@@ -14,6 +14,7 @@ import (
 	"github.com/bardoinference/bardo/host/pipeline"
 	"github.com/bardoinference/bardo/host/pricing"
 	"github.com/bardoinference/bardo/host/upstream"
+	"github.com/bardoinference/bardo/sdk/respcache"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -475,7 +476,7 @@ func isEndMarker(ev wire.SSE) bool {
 // AnnotationReplayPace is the annotation a layer sets, with a number of
 // milliseconds, to have its answer replayed as a stream with that pause
 // between content chunks (L3 and L2 cache hits: ~30 ms by default).
-const AnnotationReplayPace = "bardo.replay.pace_ms"
+const AnnotationReplayPace = respcache.AnnotationReplayPace
 
 // maxReplayPacing bounds the pauses of one paced replay in all: a long
 // cached answer (an agent's 9 KB reply is ~700 chunks) paced at 30 ms a chunk

@@ -10,6 +10,7 @@ package respcache
 import (
 	"encoding/binary"
 	"errors"
+	"strconv"
 	"time"
 	"unsafe"
 
@@ -197,4 +198,37 @@ func appendUsage(b []byte, u *wire.Usage) []byte {
 	b = binary.AppendVarint(b, u.OutputTokens)
 	b = binary.AppendVarint(b, u.CacheReadTokens)
 	return binary.AppendVarint(b, u.CacheWriteTokens)
+}
+
+// What a cache hit tells the caller and the host, the same for every
+// caching layer.
+const (
+	HeaderCache       = "X-Bardo-Cache"              // the verdict: hash-hit | semantic-hit | miss | stale
+	HeaderSavedTokens = "X-Bardo-Cache-Saved-Tokens" // on a hit: input+output tokens not sent upstream
+	HeaderAge         = "X-Bardo-Cache-Age"          // on a hit: seconds since the entry was stored
+	// AnnotationReplayPace paces the host's stream replay of a hit
+	// (host/gateway.AnnotationReplayPace). Every cache layer also reads it
+	// as "this answer came from a cache": it is never stored again.
+	AnnotationReplayPace = "bardo.replay.pace_ms"
+)
+
+// Answer makes res answer the request with resp, a cache entry stored at
+// storedMs (Unix milliseconds) and read at nowMs: the verdict, the tokens
+// saved and the entry's age in headers (then extra), the replay pace (pace,
+// milliseconds as text; "" for none) as an annotation. It returns the tokens
+// saved, for the layer's metrics.
+func Answer(res *wire.LayerResult, resp *wire.Response, verdict string, storedMs, nowMs int64, pace string, extra ...wire.KV) int64 {
+	resp.ID = ""
+	saved := SavedTokens(resp)
+	res.Action = wire.ActionAnswer
+	res.Answer = resp
+	res.Headers = append(res.Headers, wire.KV{Key: HeaderCache, Value: verdict})
+	res.Headers = append(res.Headers, extra...)
+	res.Headers = append(res.Headers,
+		wire.KV{Key: HeaderSavedTokens, Value: strconv.FormatInt(saved, 10)},
+		wire.KV{Key: HeaderAge, Value: strconv.FormatInt(max((nowMs-storedMs)/1000, 0), 10)})
+	if pace != "" {
+		res.Annotations = append(res.Annotations, wire.KV{Key: AnnotationReplayPace, Value: pace})
+	}
+	return saved
 }

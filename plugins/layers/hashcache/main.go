@@ -22,20 +22,19 @@ import (
 
 // Headers and annotations.
 const (
-	HeaderCache       = "X-Bardo-Cache"              // hash-hit | miss | stale
-	HeaderSavedTokens = "X-Bardo-Cache-Saved-Tokens" // on a hit: input+output tokens not sent upstream
-	HeaderAge         = "X-Bardo-Cache-Age"          // on a hit: seconds since the entry was stored
-	HeaderKey         = "X-Bardo-Cache-Key"          // the first 16 hex digits of the key
+	HeaderCache       = respcache.HeaderCache       // hash-hit | miss | stale
+	HeaderSavedTokens = respcache.HeaderSavedTokens // on a hit: input+output tokens not sent upstream
+	HeaderAge         = respcache.HeaderAge         // on a hit: seconds since the entry was stored
+	HeaderKey         = "X-Bardo-Cache-Key"         // the first 16 hex digits of the key
 
 	// AnnotationKey carries a miss's key (hex) from the request phase to the
 	// response and stream phases of the same request.
 	AnnotationKey = "hashcache.key"
 	// AnnotationTTL carries the TTL (milliseconds) chosen for a miss.
 	AnnotationTTL = "hashcache.ttl_ms"
-	// AnnotationReplayPace paces the host's stream replay of a hit
-	// (host/gateway.AnnotationReplayPace). Every cache layer also reads it
-	// as "this answer came from a cache": it is never stored again.
-	AnnotationReplayPace = "bardo.replay.pace_ms"
+	// AnnotationReplayPace paces the host's stream replay of a hit; every
+	// cache layer reads it as "this answer came from a cache".
+	AnnotationReplayPace = respcache.AnnotationReplayPace
 )
 
 // Metrics (exported as bardo_plugin_<name>{plugin="<layer name>"}).
@@ -275,18 +274,7 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 		if err == nil && plugin.Now().UnixMilli()-storedMs < ttl.Milliseconds() {
 			// A fresh id in the caller's dialect: the host makes one for an
 			// answer that has none.
-			resp.ID = ""
-			saved := respcache.SavedTokens(&resp)
-			age := (plugin.Now().UnixMilli() - storedMs) / 1000
-			res.Action = wire.ActionAnswer
-			res.Answer = &resp
-			res.Headers = append(res.Headers,
-				wire.KV{Key: HeaderCache, Value: "hash-hit"},
-				wire.KV{Key: HeaderSavedTokens, Value: strconv.FormatInt(saved, 10)},
-				wire.KV{Key: HeaderAge, Value: strconv.FormatInt(max(age, 0), 10)})
-			if cfg.pace != "" {
-				res.Annotations = append(res.Annotations, wire.KV{Key: AnnotationReplayPace, Value: cfg.pace})
-			}
+			saved := respcache.Answer(res, &resp, "hash-hit", storedMs, plugin.Now().UnixMilli(), cfg.pace)
 			plugin.CounterAdd(metricHits, 1)
 			plugin.CounterAdd(metricSavedTokens, float64(saved))
 			return nil

@@ -28,17 +28,17 @@ import (
 
 // Headers and annotations.
 const (
-	HeaderCache       = "X-Bardo-Cache"              // semantic-hit | miss
-	HeaderSimilarity  = "X-Bardo-Cache-Similarity"   // on a hit: cosine similarity, 4 decimals
-	HeaderSavedTokens = "X-Bardo-Cache-Saved-Tokens" // on a hit
-	HeaderAge         = "X-Bardo-Cache-Age"          // on a hit: seconds since stored
-	HeaderDomain      = "X-Bardo-Cache-Domain"       // the threshold domain used
+	HeaderCache       = respcache.HeaderCache       // semantic-hit | miss
+	HeaderSimilarity  = "X-Bardo-Cache-Similarity"  // on a hit: cosine similarity, 4 decimals
+	HeaderSavedTokens = respcache.HeaderSavedTokens // on a hit
+	HeaderAge         = respcache.HeaderAge         // on a hit: seconds since stored
+	HeaderDomain      = "X-Bardo-Cache-Domain"      // the threshold domain used
 
 	// AnnotationMiss carries a miss's entry id, vector, guard and TTL to the
 	// response and stream phases of the same request.
 	AnnotationMiss = "semcache.miss"
 	// AnnotationReplayPace paces the host's replay of a hit as a stream.
-	AnnotationReplayPace = "bardo.replay.pace_ms"
+	AnnotationReplayPace = respcache.AnnotationReplayPace
 	// AnnotationRegime is the market regime the host sets for every request
 	// (admin API), unless the request's X-Bardo-Regime header names one.
 	AnnotationRegime = "bardo.market.regime"
@@ -423,19 +423,8 @@ func answer(res *wire.LayerResult, payload []byte, ctx string, words []qtoken, s
 		plugin.CounterAdd(metricErrors, 1)
 		return false
 	}
-	resp.ID = ""
-	saved := respcache.SavedTokens(&resp)
-	age := (plugin.Now().UnixMilli() - storedMs) / 1000
-	res.Action = wire.ActionAnswer
-	res.Answer = &resp
-	res.Headers = append(res.Headers,
-		wire.KV{Key: HeaderCache, Value: "semantic-hit"},
-		wire.KV{Key: HeaderSimilarity, Value: strconv.FormatFloat(float64(score), 'f', 4, 32)},
-		wire.KV{Key: HeaderSavedTokens, Value: strconv.FormatInt(saved, 10)},
-		wire.KV{Key: HeaderAge, Value: strconv.FormatInt(max(age, 0), 10)})
-	if cfg.pace != "" {
-		res.Annotations = append(res.Annotations, wire.KV{Key: AnnotationReplayPace, Value: cfg.pace})
-	}
+	saved := respcache.Answer(res, &resp, "semantic-hit", storedMs, plugin.Now().UnixMilli(), cfg.pace,
+		wire.KV{Key: HeaderSimilarity, Value: strconv.FormatFloat(float64(score), 'f', 4, 32)})
 	plugin.CounterAdd(metricHits, 1)
 	plugin.CounterAdd(metricSavedTokens, float64(saved))
 	return true
