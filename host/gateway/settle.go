@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/bardoinference/bardo/host/pricing"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -38,6 +39,7 @@ const (
 type Settlement struct {
 	RequestID string
 	Tenant    string // the admitted caller (Complete: the caller whose request caused it)
+	Key       string // the id of the key that admitted it, "" without
 	Dialect   wire.Dialect
 	Asked     string // the model the caller asked for
 	Path      Path
@@ -62,6 +64,15 @@ type Settlement struct {
 	// layers ("layer-skipped:<name>").
 	Degraded []string
 	Latency  time.Duration
+	// Prices are the served model's (a cache hit: the asked model's at its
+	// first provider), when Priced.
+	Prices pricing.Prices
+	Priced bool
+	// Optimizations are what the layers measured they saved (tool pruning,
+	// compression, cache alignment), for the savings figure.
+	Optimizations pricing.Optimizations
+	// Bill is what the caller's tab showed, once closed (nil: unbilled).
+	Bill *Bill
 }
 
 // Observer is told of every settlement. It runs on the request's goroutine
