@@ -77,6 +77,9 @@ type Gateway struct {
 	// Admitter identifies the caller before any layer runs (admission.go);
 	// nil: every caller is the anonymous tenant.
 	Admitter Admitter
+	// Accounts serves a caller's GET /v1/balance, /v1/usage and
+	// /v1/usage/daily (balance.go); nil: those answer 404.
+	Accounts AccountReader
 
 	regime   atomic.Value             // string: the market regime (annotations.go)
 	observer atomic.Pointer[Observer] // settlement observer (settle.go)
@@ -106,6 +109,12 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) bool {
 		g.onlyPost(ctx, method, detectDialect(ctx.PostBody()))
 	case "/v1/models":
 		g.models(ctx)
+	case "/v1/balance":
+		g.balance(ctx)
+	case "/v1/usage":
+		g.usage(ctx)
+	case "/v1/usage/daily":
+		g.usageDaily(ctx)
 	default:
 		return false
 	}
