@@ -72,6 +72,9 @@ type Key struct {
 	Disabled   bool
 	Revoked    time.Time // zero = not revoked
 	Created    time.Time
+	// RateLimit is the key's requests per minute; 0 takes its account
+	// tier's default (host/billing).
+	RateLimit int
 }
 
 // EntryKind names what a ledger entry records.
@@ -169,6 +172,76 @@ type Usage struct {
 	LatencyMicros    int64
 	Status           int
 	At               time.Time
+	// Shortfall is what the request cost beyond what the account could
+	// pay (micro-USD): the operator's loss, 0 almost always.
+	Shortfall int64
+}
+
+// Posting is one request's settlement for Ledger.Post: its usage record,
+// whose Charge is what to charge the account (0: the record alone).
+type Posting struct {
+	Usage Usage
+}
+
+// Posted is the result of one Posting.
+type Posted struct {
+	RequestID string
+	AccountID string
+	// Charged is what the ledger took: Usage.Charge capped at the account's
+	// available amount; the rest went to the record's Shortfall.
+	Charged   int64
+	Shortfall int64
+	// Balance is the account's posted balance once the batch committed.
+	Balance int64
+	// Replayed is true when the request already had its record: nothing
+	// changed, and Charged is the first posting's.
+	Replayed bool
+	// Err is set when this posting alone could not be applied (unknown
+	// account, invalid amount); the others of the batch were.
+	Err error
+}
+
+// UsageSumQuery selects the usage records of an account (and optionally
+// one of its keys) in [From, To); a zero To is open-ended.
+type UsageSumQuery struct {
+	AccountID string
+	KeyID     string
+	From, To  time.Time
+}
+
+// UsageSum totals usage records.
+type UsageSum struct {
+	Requests int64
+	Tokens   int64 // input + output + cache read + cache write
+	Charge   int64
+}
+
+// BudgetScope is what a spending budget caps: one key, or a whole account.
+type BudgetScope string
+
+// Budget scopes.
+const (
+	ScopeKey     BudgetScope = "key"
+	ScopeAccount BudgetScope = "account"
+)
+
+// BudgetPeriod is the window a spending budget resets on (UTC).
+type BudgetPeriod string
+
+// Budget periods.
+const (
+	PeriodDay   BudgetPeriod = "day"
+	PeriodMonth BudgetPeriod = "month"
+)
+
+// SpendBudget caps what a key or an account may be charged per UTC day or
+// month (host/billing enforces it, downgrading the model before refusing).
+type SpendBudget struct {
+	Scope     BudgetScope
+	Subject   string // the key's or the account's id
+	Period    BudgetPeriod
+	AccountID string // the account the subject belongs to (filled by the store)
+	Limit     int64  // micro-USD, > 0
 }
 
 // UsageQuery selects usage records newest first. Cursor is the Next of a
@@ -215,6 +288,8 @@ type Keys interface {
 	ListKeys(ctx context.Context, accountID string) ([]Key, error)
 	RevokeKey(ctx context.Context, id string, at time.Time) error
 	SetKeyDisabled(ctx context.Context, id string, disabled bool) error
+	// SetKeyRateLimit sets a key's requests per minute (0: its tier's).
+	SetKeyRateLimit(ctx context.Context, id string, perMinute int) error
 }
 
 // Ledger moves money. Each method is one database transaction.
@@ -235,6 +310,15 @@ type Ledger interface {
 	// Release gives a held reservation back. Releasing a released or
 	// settled reservation is a no-op returning it.
 	Release(ctx context.Context, reservationID int64) (Reservation, error)
+	// Post settles requests whose money was held outside the store (the
+	// billing meter's in-memory holds), all in one transaction: for each, a
+	// charge entry of its Usage.Charge (when > 0, capped so the balance
+	// never goes below zero; the excess is its Shortfall) and its usage
+	// record. It is idempotent by request id: a posting whose request
+	// already has a record changes nothing and comes back Replayed. An
+	// error fails the whole batch (nothing committed); a posting that
+	// alone cannot apply has its Posted.Err set.
+	Post(ctx context.Context, ps []Posting) ([]Posted, error)
 	// ReleaseOrphans releases every reservation still held that was created
 	// before the given time: the gateway calls it at start with its start
 	// time, since a killed process leaves its reservations held.
@@ -254,6 +338,18 @@ type UsageLog interface {
 	RecordUsage(ctx context.Context, u Usage) error
 	Usage(ctx context.Context, q UsageQuery) (UsagePage, error)
 	DailyUsage(ctx context.Context, accountID string, from, to time.Time) ([]DailyUsage, error)
+	// SumUsage totals the records q selects.
+	SumUsage(ctx context.Context, q UsageSumQuery) (UsageSum, error)
+}
+
+// SpendBudgets stores spending budgets.
+type SpendBudgets interface {
+	// SetBudget sets (Limit > 0) or removes (Limit 0) the budget of
+	// b.Scope, b.Subject, b.Period; ErrNotFound when the subject does not
+	// exist.
+	SetBudget(ctx context.Context, b SpendBudget) error
+	// ListBudgets returns an account's budgets and its keys'.
+	ListBudgets(ctx context.Context, accountID string) ([]SpendBudget, error)
 }
 
 // Nonces remembers consumed one-time values (x402 authorizations).
@@ -279,6 +375,7 @@ type Store interface {
 	Keys
 	Ledger
 	UsageLog
+	SpendBudgets
 	Nonces
 	Counters
 	Close() error

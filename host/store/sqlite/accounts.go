@@ -105,6 +105,9 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
 	if k.ID == "" || len(k.Hash) == 0 {
 		return fmt.Errorf("store: key needs an id and a hash")
 	}
+	if k.RateLimit < 0 {
+		return fmt.Errorf("store: negative rate limit %d", k.RateLimit)
+	}
 	if k.Created.IsZero() {
 		k.Created = s.now()
 	}
@@ -114,10 +117,10 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
 			return notFound(err, "account")
 		}
 		_, err := s.exec(ctx, tx, `INSERT INTO keys(id, account_id, name, hash, read_only, spend_limit, models, cidrs,
-			expires, disabled, revoked, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			expires, disabled, revoked, created, rate_limit) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			k.ID, k.AccountID, k.Name, k.Hash, b2i(k.ReadOnly), k.SpendLimit,
 			strings.Join(k.Models, "\n"), strings.Join(k.CIDRs, "\n"),
-			micros(k.Expires), b2i(k.Disabled), micros(k.Revoked), micros(k.Created))
+			micros(k.Expires), b2i(k.Disabled), micros(k.Revoked), micros(k.Created), k.RateLimit)
 		return err
 	})
 	if isUnique(err) {
@@ -126,7 +129,7 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key) error {
 	return err
 }
 
-const keyCols = `id, account_id, name, hash, read_only, spend_limit, models, cidrs, expires, disabled, revoked, created`
+const keyCols = `id, account_id, name, hash, read_only, spend_limit, models, cidrs, expires, disabled, revoked, created, rate_limit`
 
 func splitList(s string) []string {
 	if s == "" {
@@ -140,7 +143,7 @@ func scanKey(sc interface{ Scan(...any) error }) (store.Key, error) {
 	var models, cidrs string
 	var expires, revoked, created int64
 	err := sc.Scan(&k.ID, &k.AccountID, &k.Name, &k.Hash, &k.ReadOnly, &k.SpendLimit, &models, &cidrs,
-		&expires, &k.Disabled, &revoked, &created)
+		&expires, &k.Disabled, &revoked, &created, &k.RateLimit)
 	k.Models, k.CIDRs = splitList(models), splitList(cidrs)
 	k.Expires, k.Revoked, k.Created = fromMicros(expires), fromMicros(revoked), fromMicros(created)
 	return k, err
@@ -187,4 +190,12 @@ func (s *Store) RevokeKey(ctx context.Context, id string, at time.Time) error {
 // SetKeyDisabled disables or re-enables a key.
 func (s *Store) SetKeyDisabled(ctx context.Context, id string, disabled bool) error {
 	return s.updateOne(ctx, "key", `UPDATE keys SET disabled = ? WHERE id = ?`, b2i(disabled), id)
+}
+
+// SetKeyRateLimit sets a key's requests per minute (0: its tier's default).
+func (s *Store) SetKeyRateLimit(ctx context.Context, id string, perMinute int) error {
+	if perMinute < 0 {
+		return fmt.Errorf("store: negative rate limit %d", perMinute)
+	}
+	return s.updateOne(ctx, "key", `UPDATE keys SET rate_limit = ? WHERE id = ?`, perMinute, id)
 }

@@ -307,7 +307,8 @@ func (s *Store) Entries(ctx context.Context, accountID string, after int64, limi
 // Audit checks one account against its ledger in a single read snapshot:
 //
 //	balance = Σ ledger.amount ≥ held = Σ ledger.held = Σ amount of held reservations ≥ 0
-//	−Σ amount of charge entries = Σ charged of settled reservations
+//	−Σ amount of charge entries = Σ charged of settled reservations + Σ posted charges
+//	each posted charge (no reservation) has one usage record of its request and amount; no request is charged twice
 //	each reservation has exactly one hold entry, and one charge or release entry iff it is closed
 func (s *Store) Audit(ctx context.Context, accountID string) error {
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -331,6 +332,20 @@ func (s *Store) Audit(ctx context.Context, accountID string) error {
 		accountID).Scan(&openHeld, &charged); err != nil {
 		return err
 	}
+	// Charges posted without a reservation (Post) each match one usage
+	// record of the same request and amount, and no request is charged twice.
+	var posted, unmatched, doubled int64
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(-l.amount), 0),
+		COALESCE(SUM(CASE WHEN u.id IS NULL OR u.charge != -l.amount OR u.account_id != l.account_id THEN 1 ELSE 0 END), 0)
+		FROM ledger l LEFT JOIN usage u ON u.request_id = l.request_id
+		WHERE l.account_id = ? AND l.kind = 'charge' AND l.reservation_id = 0`, accountID).Scan(&posted, &unmatched); err != nil {
+		return err
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT request_id FROM ledger
+		WHERE account_id = ? AND kind = 'charge' AND request_id != '' GROUP BY request_id HAVING COUNT(*) > 1)`,
+		accountID).Scan(&doubled); err != nil {
+		return err
+	}
 	var bad int64
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM reservations r WHERE r.account_id = ? AND (
 		(SELECT COUNT(*) FROM ledger l WHERE l.reservation_id = r.id AND l.kind = 'hold') != 1 OR
@@ -348,8 +363,15 @@ func (s *Store) Audit(ctx context.Context, accountID string) error {
 	if held < 0 || bal < held {
 		errs = append(errs, fmt.Errorf("balance %d, held %d: negative available", bal, held))
 	}
-	if sumCharge != charged {
-		errs = append(errs, fmt.Errorf("sum of charge entries %d ≠ Σ settled charges %d", sumCharge, charged))
+	if sumCharge != charged+posted {
+		errs = append(errs, fmt.Errorf("sum of charge entries %d ≠ Σ settled charges %d + Σ posted charges %d",
+			sumCharge, charged, posted))
+	}
+	if unmatched != 0 {
+		errs = append(errs, fmt.Errorf("%d posted charges without a usage record of the same amount", unmatched))
+	}
+	if doubled != 0 {
+		errs = append(errs, fmt.Errorf("%d requests charged more than once", doubled))
 	}
 	if bad != 0 {
 		errs = append(errs, fmt.Errorf("%d reservations without exactly one hold and one closing entry", bad))

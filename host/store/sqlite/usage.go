@@ -17,10 +17,10 @@ func (s *Store) insertUsage(ctx context.Context, tx *sql.Tx, u *store.Usage) err
 	}
 	u.At = u.At.UTC().Truncate(time.Microsecond)
 	res, err := s.exec(ctx, tx, `INSERT INTO usage(request_id, account_id, key_id, model, provider, input_tokens,
-		output_tokens, cache_read_tokens, cache_write_tokens, cost, charge, savings, cache, latency_us, status, at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		output_tokens, cache_read_tokens, cache_write_tokens, cost, charge, savings, cache, latency_us, status, at, shortfall)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		u.RequestID, u.AccountID, u.KeyID, u.Model, u.Provider, u.InputTokens, u.OutputTokens, u.CacheReadTokens,
-		u.CacheWriteTokens, u.Cost, u.Charge, u.Savings, u.Cache, u.LatencyMicros, u.Status, micros(u.At))
+		u.CacheWriteTokens, u.Cost, u.Charge, u.Savings, u.Cache, u.LatencyMicros, u.Status, micros(u.At), u.Shortfall)
 	if isUnique(err) {
 		return fmt.Errorf("usage of request %s: %w", u.RequestID, store.ErrExists)
 	}
@@ -47,7 +47,7 @@ func (s *Store) RecordUsage(ctx context.Context, u store.Usage) error {
 }
 
 const usageCols = `id, request_id, account_id, key_id, model, provider, input_tokens, output_tokens, cache_read_tokens,
-	cache_write_tokens, cost, charge, savings, cache, latency_us, status, at`
+	cache_write_tokens, cost, charge, savings, cache, latency_us, status, at, shortfall`
 
 // Usage returns one page of an account's records, newest first. The cursor
 // is the (at, id) of the last record returned, so every page is an index
@@ -96,7 +96,7 @@ func (s *Store) Usage(ctx context.Context, q store.UsageQuery) (store.UsagePage,
 		var at int64
 		if err := rows.Scan(&u.ID, &u.RequestID, &u.AccountID, &u.KeyID, &u.Model, &u.Provider, &u.InputTokens,
 			&u.OutputTokens, &u.CacheReadTokens, &u.CacheWriteTokens, &u.Cost, &u.Charge, &u.Savings, &u.Cache,
-			&u.LatencyMicros, &u.Status, &at); err != nil {
+			&u.LatencyMicros, &u.Status, &at, &u.Shortfall); err != nil {
 			return store.UsagePage{}, err
 		}
 		u.At = fromMicros(at)
@@ -149,4 +149,23 @@ func floorDiv(a, b int64) int64 {
 		q--
 	}
 	return q
+}
+
+// SumUsage totals the records of an account (or one of its keys) in a
+// time range, through the (account_id, at) or (key_id, at) index: its cost
+// grows with the records in the range (the billing meter calls it once per
+// account at load, for today, this month and this hour).
+func (s *Store) SumUsage(ctx context.Context, q store.UsageSumQuery) (store.UsageSum, error) {
+	where, args := "account_id = ? AND at >= ?", []any{q.AccountID, micros(q.From)}
+	if q.KeyID != "" {
+		where, args = "key_id = ? AND account_id = ? AND at >= ?", []any{q.KeyID, q.AccountID, micros(q.From)}
+	}
+	if !q.To.IsZero() {
+		where, args = where+" AND at < ?", append(args, q.To.UnixMicro())
+	}
+	var sum store.UsageSum
+	err := s.r.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(input_tokens + output_tokens + cache_read_tokens +
+		cache_write_tokens), 0), COALESCE(SUM(charge), 0) FROM usage WHERE `+where, args...).
+		Scan(&sum.Requests, &sum.Tokens, &sum.Charge)
+	return sum, err
 }
