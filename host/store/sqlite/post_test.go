@@ -25,7 +25,7 @@ func TestPostBatch(t *testing.T) {
 		posting("r1", "a", 300),
 		posting("r2", "b", 80), // more than b has: capped, the rest is shortfall
 		posting("r3", "nobody", 5),
-		posting("r4", "a", 0), // a record alone
+		posting("r4", "a", 0),   // a record alone
 		posting("r1", "a", 300), // the same request twice in one batch
 	})
 	if err != nil {
