@@ -30,6 +30,7 @@ type KeySpec struct {
 	Models     []string
 	CIDRs      []string
 	Expires    time.Time
+	RateLimit  int // requests per minute; 0 = the account tier's default
 }
 
 // Options tunes an Authenticator.
@@ -144,7 +145,7 @@ func (a *Authenticator) Create(ctx context.Context, accountID string, spec KeySp
 		}
 		k := store.Key{ID: id, AccountID: accountID, Name: spec.Name, Hash: a.hasher.Sum(token),
 			ReadOnly: spec.ReadOnly, SpendLimit: spec.SpendLimit, Models: spec.Models, CIDRs: spec.CIDRs,
-			Expires: spec.Expires, Created: a.now().UTC()}
+			Expires: spec.Expires, RateLimit: spec.RateLimit, Created: a.now().UTC()}
 		err = a.keys.CreateKey(ctx, k)
 		if errors.Is(err, store.ErrExists) {
 			continue // a 71-bit id collided: draw again

@@ -9,7 +9,9 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/bardoinference/bardo/host/auth"
 	"github.com/bardoinference/bardo/host/eventlog"
+	"github.com/bardoinference/bardo/host/gateway"
 	"github.com/bardoinference/bardo/host/health"
 	"github.com/bardoinference/bardo/host/sandbox"
 )
@@ -34,6 +36,21 @@ type Admin struct {
 	Health *health.Tracker
 	// Events is the operator's event stream at GET /admin/events.
 	Events *eventlog.Log
+
+	// Accounts is the store behind /admin/accounts and /admin/keys
+	// (accounts.go); nil: they answer 404.
+	Accounts AccountStore
+	// KeyAuth creates keys and revokes, disables or enables them, dropping
+	// its cached record at once; nil: those answer 501.
+	KeyAuth *auth.Authenticator
+	// Live, when set, gives an account's balance, held and available money
+	// counting the requests in flight (the billing meter, whose holds live
+	// in memory), in place of the store's.
+	Live gateway.AccountReader
+	// OnAccountChange is called after a top-up, an adjustment or a change
+	// of an account's tier or state, so the running meter reloads the
+	// account before its next request.
+	OnAccountChange func(account string)
 }
 
 // VectorFlusher deletes vector index partitions by name prefix.

@@ -145,6 +145,9 @@ func (sv *Server) handle(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
+	if sv.Admin != nil && sv.Admin.Token != "" && sv.accountsRoute(ctx) {
+		return
+	}
 	if sv.Gateway.Handle(ctx) {
 		return
 	}
@@ -158,6 +161,13 @@ func routeLabel(ctx *fasthttp.RequestCtx) string {
 	case "/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens", "/v1/completions", "/v1/models", "/healthz", "/metrics",
 		"/admin/cache/flush", "/admin/regime", "/admin/health", "/admin/events":
 		return p
+	}
+	// The account API's paths carry ids: one label per family.
+	switch p := string(ctx.Path()); {
+	case strings.HasPrefix(p, "/admin/accounts"):
+		return "/admin/accounts"
+	case strings.HasPrefix(p, "/admin/keys"):
+		return "/admin/keys"
 	}
 	return "other"
 }
