@@ -174,12 +174,15 @@ func errorType(kind string) (typ string, status int) {
 }
 
 // errorTypeFor refines the type by status where Anthropic has a more precise
-// one (413 request_too_large).
+// one (413 request_too_large, 402 billing_error).
 func errorTypeFor(e *wire.Error) (typ string, status int) {
 	typ, status = errorType(dialect.Kind(e))
 	status = dialect.StatusOf(e, status)
 	if status == 413 && typ == "invalid_request_error" {
 		typ = "request_too_large"
+	}
+	if status == 402 && typ == "permission_error" {
+		typ = "billing_error" // Anthropic's 402: the gateway's balance or spend limit
 	}
 	return typ, status
 }

@@ -71,6 +71,7 @@ func TestEncodeError(t *testing.T) {
 		{wire.Error{Kind: wire.ErrInvalidRequest, Status: 413, Message: "big"}, 413, `{"type":"error","error":{"type":"request_too_large","message":"big"}}`},
 		{wire.Error{Kind: wire.ErrAuthentication, Message: "x"}, 401, `{"type":"error","error":{"type":"authentication_error","message":"x"}}`},
 		{wire.Error{Kind: wire.ErrPermission, Message: "x"}, 403, `{"type":"error","error":{"type":"permission_error","message":"x"}}`},
+		{wire.Error{Kind: wire.ErrPermission, Status: 402, Message: "x"}, 402, `{"type":"error","error":{"type":"billing_error","message":"x"}}`},
 		{wire.Error{Kind: wire.ErrNotFound, Message: "x"}, 404, `{"type":"error","error":{"type":"not_found_error","message":"x"}}`},
 		{wire.Error{Kind: wire.ErrRateLimit, Message: "x"}, 429, `{"type":"error","error":{"type":"rate_limit_error","message":"x"}}`},
 		{wire.Error{Kind: wire.ErrOverloaded}, 529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},

@@ -66,7 +66,11 @@ func EncodeError(e *wire.Error) (status int, body []byte) {
 // appendErrorObject appends {"error":{...}}.
 func appendErrorObject(b []byte, e *wire.Error) []byte {
 	kind := dialect.Kind(e)
-	typ, _, code := errorInfo(kind)
+	typ, def, code := errorInfo(kind)
+	if kind == wire.ErrPermission && dialect.StatusOf(e, def) == 402 {
+		// OpenAI's own word for a prepaid balance that ran out.
+		typ, code = "insufficient_quota", "insufficient_quota"
+	}
 	msg := e.Message
 	if msg == "" {
 		msg = defaultMessage(kind)

@@ -121,6 +121,7 @@ func TestEncodeError(t *testing.T) {
 		{wire.Error{Kind: wire.ErrInvalidRequest, Message: "bad \"x\""}, 400, `{"error":{"message":"bad \"x\"","type":"invalid_request_error","param":null,"code":null}}`},
 		{wire.Error{Kind: wire.ErrAuthentication, Message: "no key"}, 401, `{"error":{"message":"no key","type":"authentication_error","param":null,"code":"invalid_api_key"}}`},
 		{wire.Error{Kind: wire.ErrPermission}, 403, `{"error":{"message":"Permission denied.","type":"permission_error","param":null,"code":null}}`},
+		{wire.Error{Kind: wire.ErrPermission, Status: 402, Message: "top up"}, 402, `{"error":{"message":"top up","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`},
 		{wire.Error{Kind: wire.ErrNotFound, Message: "no model"}, 404, `{"error":{"message":"no model","type":"not_found_error","param":null,"code":null}}`},
 		{wire.Error{Kind: wire.ErrRateLimit, Message: "slow down"}, 429, `{"error":{"message":"slow down","type":"rate_limit_error","param":null,"code":"rate_limit_exceeded"}}`},
 		{wire.Error{Kind: wire.ErrOverloaded, Message: "busy"}, 503, `{"error":{"message":"busy","type":"server_error","param":null,"code":null}}`},
