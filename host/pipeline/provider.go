@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bardoinference/bardo/host/catalog"
 	"github.com/bardoinference/bardo/host/sandbox"
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/routing"
@@ -218,6 +219,8 @@ func (p *Pipeline) buildDescriptions() {
 		ver = p.catalogs.Version()
 	}
 	var ds []routing.ProviderDescription
+	var names []string
+	cats := map[string][]catalog.Model{}
 	for _, pr := range p.Providers {
 		if !pr.Enabled || pr.Plugin == nil {
 			continue
@@ -229,7 +232,11 @@ func (p *Pipeline) buildDescriptions() {
 			}
 		}
 		ds = append(ds, pr.description(spec))
+		names = append(names, spec.Name)
+		cats[spec.Name] = spec.Catalog
 	}
+	idx := indexPrices(cats, names, ds)
+	p.prices.Store(&idx)
 	p.desc.Store(&ds)
 	p.descVer.Store(ver)
 }

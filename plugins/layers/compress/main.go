@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/savings"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -31,7 +32,7 @@ const (
 	// summariser failed; the request went on unchanged).
 	HeaderCompress = "X-Bardo-Compress"
 	// HeaderSavedTokens is the estimated number of prompt tokens removed.
-	HeaderSavedTokens = "X-Bardo-Compress-Saved-Tokens"
+	HeaderSavedTokens = savings.HeaderCompressedTokens
 	// HeaderTurns is "<summarised>/<total>" conversation turns (messages).
 	HeaderTurns = "X-Bardo-Compress-Turns"
 	// HeaderReason says why the layer did what it did (Reason* values).

@@ -20,15 +20,16 @@ import (
 
 	"github.com/bardoinference/bardo/sdk/jsonscan"
 	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/savings"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
 // Headers and annotations.
 const (
-	HeaderPrefixTokens = "X-Bardo-Prefix-Tokens"     // estimated tokens of the stable prefix (bytes/4)
-	HeaderPrefixBytes  = "X-Bardo-Prefix-Bytes"      // bytes of the stable prefix
-	HeaderPrefixMatch  = "X-Bardo-Prefix-Match"      // hit | miss against the session's previous request
-	HeaderBreakpoints  = "X-Bardo-Cache-Breakpoints" // breakpoints this layer added
+	HeaderPrefixTokens = "X-Bardo-Prefix-Tokens"        // estimated tokens of the stable prefix (bytes/4)
+	HeaderPrefixBytes  = "X-Bardo-Prefix-Bytes"         // bytes of the stable prefix
+	HeaderPrefixMatch  = "X-Bardo-Prefix-Match"         // hit | miss against the session's previous request
+	HeaderBreakpoints  = savings.HeaderCacheBreakpoints // breakpoints this layer added
 
 	AnnotationPrefixHash   = "promptcache.prefix_hash" // 32 hex digits, for routing (session/KV-cache affinity)
 	AnnotationPrefixTokens = "promptcache.prefix_tokens"

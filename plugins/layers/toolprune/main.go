@@ -19,16 +19,17 @@ import (
 	"strings"
 
 	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/savings"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
 // Response headers.
 const (
-	HeaderTools       = "X-Bardo-Tools"              // "<kept>/<total>"; "meta" or "meta-fallback" in meta-tool mode
-	HeaderSavedTokens = "X-Bardo-Tools-Saved-Tokens" // estimated prompt tokens removed
-	HeaderRounds      = "X-Bardo-Tools-Rounds"       // meta-tool mode: internal completions run
-	HeaderPruned      = "X-Bardo-Tools-Pruned"       // the removed tools' names, comma-separated
-	HeaderReason      = "X-Bardo-Tools-Reason"       // why the tools are what they are (reason* below)
+	HeaderTools       = "X-Bardo-Tools"            // "<kept>/<total>"; "meta" or "meta-fallback" in meta-tool mode
+	HeaderSavedTokens = savings.HeaderPrunedTokens // estimated prompt tokens removed
+	HeaderRounds      = "X-Bardo-Tools-Rounds"     // meta-tool mode: internal completions run
+	HeaderPruned      = "X-Bardo-Tools-Pruned"     // the removed tools' names, comma-separated
+	HeaderReason      = "X-Bardo-Tools-Reason"     // why the tools are what they are (reason* below)
 )
 
 // X-Bardo-Tools-Reason values.
