@@ -24,6 +24,7 @@ const (
 	ProfileDegraded    = "inference:profile_degraded" // {subsystem, degraded}
 	CacheStaleServed   = "cache:stale_served"         // {tried}
 	ProvidersExhausted = "provider:exhausted"         // {tried, reason}: every provider failed, no cached answer
+	BudgetDowngraded   = "budget:downgraded"          // {account, key, from, to}: a budget would be exceeded, a cheaper equivalent serves
 )
 
 // Event is one thing that happened.

@@ -31,26 +31,46 @@ type holds struct {
 	g       *Gateway
 	o       *Outcome
 	x       *pipeline.Exchange // nil until the request is decoded and admitted
+	p       *pipeline.Pipeline // the request's pipeline, for prices at settlement
+	tab     Tab                // the caller's open bill; nil: unbilled
 	cancel  context.CancelFunc
 	release func()
 	began   time.Time
 	s       Settlement
 	handed  bool
+	settled bool
 }
 
 // handOff transfers the holds to the caller, who must call the returned
 // function once the answer is written; end then does nothing. The caller
-// owns h.s until then.
+// owns h.s until then, and may settle early with closeStream.
 func (h *holds) handOff() (done func()) {
 	cancel, release := h.cancel, h.release
 	h.cancel, h.release, h.handed = nil, nil, true
 	h.s.Streamed = true
 	h.s.Status = 200
 	return func() {
+		h.settle() // before release: it prices from the pipeline
 		cancel()
 		release()
-		h.settle()
 	}
+}
+
+// closeStream settles a handed-off stream whose end is about to go out,
+// and returns the trailer to write just before its terminal event: the
+// figures a client reads there are the ledger's, committed (a client that
+// stops at the terminal event still has them). The writer's done then
+// only releases.
+func (h *holds) closeStream() []byte {
+	if h.settled {
+		return nil
+	}
+	h.s.StreamEnd = StreamEnded
+	h.settle()
+	if h.s.Bill == nil {
+		return nil
+	}
+	return h.s.Bill.Trailer
 }
 
 // also adds cancel to what the holds end (a context derived for the answer).
@@ -68,17 +88,17 @@ func (h *holds) end() {
 	if h.handed {
 		return
 	}
+	h.s.Status = 200
+	if h.o != nil && h.o.Err != nil {
+		h.s.Status, _ = codecFor(h.s.Dialect).EncodeError(h.o.Err)
+	}
+	h.settle()
 	if h.cancel != nil {
 		h.cancel()
 	}
 	if h.release != nil {
 		h.release()
 	}
-	h.s.Status = 200
-	if h.o != nil && h.o.Err != nil {
-		h.s.Status, _ = codecFor(h.s.Dialect).EncodeError(h.o.Err)
-	}
-	h.settle()
 }
 
 // fail marks the request as answered with e.
@@ -86,7 +106,15 @@ func (h *holds) fail(e *wire.Error) {
 	h.s.Path, h.s.Err = PathError, e
 }
 
+// settle is the request's way to the settlement point, once: it prices
+// the outcome, closes the caller's tab (which commits the charge and the
+// usage record), and, for an answer Serve wrote itself, puts the bill's
+// figures on its headers.
 func (h *holds) settle() {
+	if h.settled {
+		return
+	}
+	h.settled = true
 	h.s.Latency = time.Since(h.began)
 	if h.x != nil {
 		for _, kv := range h.x.Headers {
@@ -95,8 +123,19 @@ func (h *holds) settle() {
 			}
 		}
 		h.s.Degraded = h.x.Degraded
+		h.s.Optimizations = optimizations(h.x.Headers)
+	}
+	price(&h.s, h.p)
+	if h.tab != nil {
+		b := h.tab.Close(&h.s)
+		h.s.Bill = &b
 	}
 	h.g.settle(&h.s)
+	if h.o != nil && !h.handed && h.s.Bill != nil {
+		for _, kv := range h.s.Bill.Headers {
+			h.o.set(kv.Key, kv.Value)
+		}
+	}
 }
 
 // answerLocal answers with a response produced inside the gateway (a layer's
@@ -128,6 +167,9 @@ func (g *Gateway) answerLocal(o *Outcome, rctx context.Context, held *holds, p *
 			pace := replayPacing(replayPace(x.Meta.Annotations), out)
 			var buf []byte
 			for i := range out {
+				if out[i].Type == wire.EventMessageStop {
+					buf = append(buf, held.closeStream()...)
+				}
 				buf = enc.Encode(buf, &out[i])
 				// Paced replays flush per content delta, so a cached answer
 				// arrives the way a live one would.
@@ -221,10 +263,16 @@ type streamer struct {
 	first     *wire.SSE // the stream's first event, read before committing
 	upDialect wire.Dialect
 
-	ctx    context.Context
-	tab    *Settlement // the request's settlement, the writer's until done
-	done   func()      // ends the request's holds and settles (holds.handOff)
-	broken bool        // the stream did not finish cleanly: drop the connection
+	ctx  context.Context
+	tab  *Settlement // the request's settlement, the writer's until done
+	done func()      // ends the request's holds and settles (holds.handOff)
+	// closing settles the request as its end goes out and returns the
+	// figures' trailer (holds.closeStream).
+	closing func() []byte
+	// hideUsage drops the forwarded usage chunk the gateway asked for and
+	// the caller did not (streamusage.go).
+	hideUsage bool
+	broken    bool // the stream did not finish cleanly: drop the connection
 }
 
 func (s *streamer) close() {
@@ -326,13 +374,18 @@ func (s *streamer) run(w *bufio.Writer) {
 				s.tab.StreamEnd = StreamEnded
 				return
 			}
-			sawEnd = sawEnd || isEndMarker(ev)
 			forwarded.Event(ev.Data)
 			if u, ok := forwarded.Usage(); ok {
 				usage = u
 				s.tab.Usage = &usage
 			}
-			buf = appendSSE(buf, ev.Event, ev.Data)
+			if isEndMarker(ev) && !sawEnd {
+				buf = append(buf, s.closing()...)
+			}
+			sawEnd = sawEnd || isEndMarker(ev)
+			if !s.hideUsage || !usageOnlyChunk(ev.Data) {
+				buf = appendSSE(buf, ev.Event, ev.Data)
+			}
 		} else {
 			var evs []wire.Event
 			var werr *wire.Error
@@ -365,6 +418,9 @@ func (s *streamer) run(w *bufio.Writer) {
 			}
 			for i := range evs {
 				addUsage(&usage, &evs[i])
+				if evs[i].Type == wire.EventMessageStop {
+					buf = append(buf, s.closing()...)
+				}
 				buf = enc.Encode(buf, &evs[i])
 			}
 		}

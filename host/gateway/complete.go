@@ -32,6 +32,7 @@ func (g *Gateway) Complete(ctx context.Context, tenant string, c sandbox.Complet
 	// Settled once, charged to the caller whose request caused it.
 	s := Settlement{RequestID: newRequestID(), Tenant: tenant, Dialect: wire.DialectOpenAI, Path: PathInternal, Internal: true}
 	began := time.Now()
+	var p *pipeline.Pipeline
 	defer func() {
 		s.Latency = time.Since(began)
 		s.Status = 200
@@ -42,6 +43,13 @@ func (g *Gateway) Complete(ctx context.Context, tenant string, c sandbox.Complet
 			s.Status = int(s.Err.Status)
 		} else if res.Response != nil {
 			s.Usage = &res.Response.Usage
+		}
+		price(&s, p)
+		if pr := pipelineProvider(p, s.Provider); pr != nil {
+			s.Direct = pr.Spec.Direct
+		}
+		if tab := tabOf(ctx); tab != nil {
+			tab.Internal(&s) // charged with the request that caused it
 		}
 		g.settle(&s)
 	}()
@@ -59,8 +67,9 @@ func (g *Gateway) Complete(ctx context.Context, tenant string, c sandbox.Complet
 		req.Params.Set |= wire.HasMaxTokens
 	}
 
-	p, release := g.Pipelines.Acquire()
+	p0, release := g.Pipelines.Acquire()
 	defer release()
+	p = p0
 	x := &pipeline.Exchange{
 		Meta: wire.Meta{
 			RequestID: s.RequestID,
@@ -181,4 +190,12 @@ func (g *Gateway) completeResponse(ctx context.Context, p *pipeline.Pipeline, pr
 		return r, nil
 	}
 	return p.Decode(ctx, x, pr, route, out.resp.Status, out.resp.Headers, out.resp.Body)
+}
+
+// pipelineProvider is p's enabled provider name, or nil.
+func pipelineProvider(p *pipeline.Pipeline, name string) *pipeline.Provider {
+	if p == nil || name == "" {
+		return nil
+	}
+	return p.Provider(name)
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/netip"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/bardoinference/bardo/host/upstream"
 	"github.com/bardoinference/bardo/sdk/adapter"
+	"github.com/bardoinference/bardo/sdk/jsonscan"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -83,6 +85,27 @@ func (g *Gateway) countTokens(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	x := g.newExchange(&ctx.Request.Header, rid, caller.Tenant, d, req, body)
+	// The request phase runs as for the request being counted: what is
+	// counted upstream is what would be sent (personal data masked, tools
+	// pruned), never the caller's raw body. A layer's answer (a cache hit)
+	// has nothing to say about a count and is ignored.
+	rctx, cancel := context.WithTimeout(context.Background(), g.timeout())
+	defer cancel()
+	if _, werr := p.RequestPhase(rctx, x); werr != nil {
+		WriteError(ctx, d, werr)
+		return
+	}
+	if !x.Pristine {
+		b, err := codecFor(d).EncodeRequest(x.Req)
+		if err != nil {
+			WriteError(ctx, d, &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest, Message: err.Error()})
+			return
+		}
+		if !jsonscan.HasMember(body, "max_tokens") {
+			b = withoutMember(b, "max_tokens") // added above to decode; count_tokens takes none
+		}
+		body = b
+	}
 	if pr, route, werr := p.Route(x); werr == nil {
 		er, werr := p.Encode(ctx, x, pr, route)
 		if werr == nil && er.Call != nil && er.Call.BodyDialect == wire.DialectAnthropic && strings.HasSuffix(er.Call.URL, "/messages") {

@@ -3,12 +3,14 @@ package gateway
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"iter"
 	"net/netip"
 	"strings"
 	"time"
 
 	"github.com/bardoinference/bardo/host/eventlog"
+	"github.com/bardoinference/bardo/host/pipeline"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -73,20 +75,46 @@ func (g *Gateway) Serve(call *Call) *Outcome {
 	held.o = o
 	defer held.end()
 	held.s.Asked = req.Model
-	caller, werr := g.admit(context.Background(), &Admission{Dialect: d, Path: call.Path, Header: call.Header,
-		RemoteIP: call.RemoteIP, Model: req.Model, Spends: true})
+
+	p, release := g.Pipelines.Acquire()
+	held.p, held.release = p, release
+	adm := &Admission{Dialect: d, Path: call.Path, Header: call.Header, RemoteIP: call.RemoteIP, Model: req.Model, Spends: true}
+	estimate(adm, p, req, call.Body)
+	adm.Direct = directOnly(p, call.Header, req.Model)
+	caller, werr := g.admit(context.Background(), adm)
+	held.s.Tenant, held.s.Key, held.tab = caller.Tenant, caller.Key, caller.Tab
+	for _, kv := range caller.Headers {
+		o.set(kv.Key, kv.Value)
+	}
 	if werr != nil {
 		held.fail(werr)
 		o.Err = werr
 		return o
 	}
-	held.s.Tenant = caller.Tenant
+	body := call.Body
+	if caller.Model != "" && caller.Model != req.Model {
+		// A budget downgrade: the cheaper model is asked for from here on,
+		// in the caller's bytes too (they may be forwarded as they are).
+		if b, err := mergeMembers(body, modelMember(caller.Model), false); err == nil {
+			g.Events.Emit(eventlog.BudgetDowngraded, rid, map[string]any{"account": caller.Tenant, "key": caller.Key, "from": req.Model, "to": caller.Model})
+			req.Model, body = caller.Model, b
+		}
+	}
 
-	p, release := g.Pipelines.Acquire()
-	x := g.newExchange(call.Header, rid, caller.Tenant, d, req, call.Body)
+	hideUsage := false
+	if held.tab != nil && d == wire.DialectOpenAI && req.Stream {
+		body, hideUsage = askUsage(body) // streamusage.go
+	}
+
+	x := g.newExchange(call.Header, rid, caller.Tenant, d, req, body)
+	x.Degraded = append(x.Degraded, caller.Degraded...)
 	held.x = x
 	rctx, cancel := context.WithTimeout(context.Background(), g.timeout())
-	held.cancel, held.release = cancel, release
+	if held.tab != nil {
+		// A layer's internal completions are charged to this request.
+		rctx = context.WithValue(rctx, tabKey{}, held.tab)
+	}
+	held.cancel = cancel
 
 	answer, werr := p.RequestPhase(rctx, x)
 	if werr != nil {
@@ -120,6 +148,9 @@ func (g *Gateway) Serve(call *Call) *Outcome {
 		out, route := res.out, res.route
 		setRoute(o, route, tried)
 		held.s.Provider, held.s.Model = route.Provider, route.Model
+		if pr := p.Provider(route.Provider); pr != nil {
+			held.s.Direct = pr.Spec.Direct
+		}
 		held.s.Upstream = out.resp != nil || out.upStatus != 0
 		switch {
 		case out.local != nil:
@@ -131,7 +162,7 @@ func (g *Gateway) Serve(call *Call) *Outcome {
 			// from here on.
 			setHeaders(o, x)
 			st := &streamer{g: g, p: p, pr: res.pr, route: route, x: x, resp: out.resp, first: out.first,
-				upDialect: out.call.ResponseDialect, ctx: rctx, tab: &held.s, done: held.handOff()}
+				upDialect: out.call.ResponseDialect, ctx: rctx, tab: &held.s, done: held.handOff(), closing: held.closeStream, hideUsage: hideUsage}
 			o.Stream = st.run
 		case out.resp != nil:
 			g.answerUpstream(o, rctx, held, p, res.pr, route, x, out.call, out.resp)
@@ -169,4 +200,38 @@ func (g *Gateway) Serve(call *Call) *Outcome {
 func (g *Gateway) refused(rid string, d wire.Dialect, e *wire.Error, began time.Time) {
 	status, _ := codecFor(d).EncodeError(e)
 	g.settle(&Settlement{RequestID: rid, Dialect: d, Path: PathError, Status: status, Err: e, Latency: time.Since(began)})
+}
+
+// tabKey carries a request's tab in its context, for the internal
+// completions its layers make (Complete).
+type tabKey struct{}
+
+// tabOf returns the tab of the request ctx belongs to, or nil.
+func tabOf(ctx context.Context) Tab {
+	t, _ := ctx.Value(tabKey{}).(Tab)
+	return t
+}
+
+// modelMember is a JSON object holding one "model" member.
+func modelMember(model string) []byte {
+	b, _ := json.Marshal(map[string]string{"model": model})
+	return b
+}
+
+// directOnly reports whether the caller pays every provider that prices
+// model with its own key: it sent one, and every such provider is direct.
+// Only then does its admission reserve nothing; a request that may fall
+// back to a paid provider reserves like any other (and is charged nothing
+// when a direct provider serves it).
+func directOnly(p *pipeline.Pipeline, h Header, model string) bool {
+	if callerKey(h) == "" {
+		return false
+	}
+	ms := p.Priced(model)
+	for _, m := range ms {
+		if pr := p.Provider(m.Provider); pr == nil || !pr.Spec.Direct {
+			return false
+		}
+	}
+	return len(ms) > 0
 }

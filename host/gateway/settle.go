@@ -47,6 +47,7 @@ type Settlement struct {
 	Streamed  bool
 	StreamEnd StreamEnd // streams only
 	Provider  string    // who served (empty: no provider did)
+	Direct    bool      // the provider that served is reached with the caller's own key: no charge
 	Model     string    // the model that served
 	// Upstream is true when the answer, or the final error, came from an
 	// upstream provider: only then can money have been spent upstream.
