@@ -296,3 +296,45 @@ plugin = "pii.wasm"
 		t.Fatalf("upstream counted %s %s", fake.Last().Path, sent)
 	}
 }
+
+// A layer's internal completion (the compression summary) is folded into
+// the tab of the request that caused it, and charged with it.
+func TestBillInternalCompletionOnCallersTab(t *testing.T) {
+	fake := fakeupstream.New(fakeupstream.WithAPIKey(upKey))
+	t.Cleanup(fake.Close)
+	g := testgateway.Start(t, `
+[[layer]]
+name = "compress"
+plugin = "compress.wasm"
+phases = ["request"]
+timeout = "30s"
+trusted = true
+[layer.config]
+budget_tokens = 100
+limit_tokens = 100
+keep_recent_turns = 1
+summary_max_tokens = 64
+chunk_tokens = 100
+`+pricedPipeline(fake), testgateway.Options{Env: map[string]string{"UP_KEY": upKey}})
+	adm := &recordingAdmitter{tab: &recordingTab{}}
+	g.Daemon.Gateway.Admitter = adm
+	turn := strings.Repeat("the quick brown fox jumps over the lazy dog again and again ", 12)
+	var msgs []string
+	for i := 0; i < 7; i++ {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		msgs = append(msgs, `{"role":"`+role+`","content":"`+turn+`"}`)
+	}
+	r := post(t, g.URL, "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[`+strings.Join(msgs, ",")+`]}`)
+	if r.Status != 200 || r.Header.Get("X-Bardo-Compress") != "compressed" {
+		t.Fatalf("%d compress=%q (%s) %s", r.Status, r.Header.Get("X-Bardo-Compress"), r.Header.Get("X-Bardo-Compress-Reason"), r.Body)
+	}
+	adm.tab.mu.Lock()
+	internals := adm.tab.internals
+	adm.tab.mu.Unlock()
+	if internals != 1 || len(adm.tab.settlements()) != 1 {
+		t.Fatalf("internal completions on the tab: %d, closes %d", internals, len(adm.tab.settlements()))
+	}
+}
