@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -29,15 +30,19 @@ const accountsUsage = `usage (amounts in USD, exact to 6 decimals):
   bardo accounts [-data DIR] adjust ACCOUNT ±AMOUNT -reason TEXT
   bardo accounts [-data DIR] tier ACCOUNT free|pro|golem
   bardo accounts [-data DIR] disable|enable ACCOUNT
+  bardo accounts [-data DIR] budget ACCOUNT [-day USD|none] [-month USD|none]
 `
 
 const keysUsage = `usage:
   bardo keys [-data DIR] create ACCOUNT [-name NAME] [-read-only] [-spend-limit USD]
                          [-models GLOB,…] [-cidrs CIDR,…] [-expires DURATION|RFC3339]
+                         [-rate-limit PER_MINUTE] [-day-budget USD] [-month-budget USD]
   bardo keys [-data DIR] list [ACCOUNT]
   bardo keys [-data DIR] show KEY_ID
   bardo keys [-data DIR] revoke KEY_ID
   bardo keys [-data DIR] disable|enable KEY_ID
+  bardo keys [-data DIR] rate-limit KEY_ID PER_MINUTE     (0: the tier's default)
+  bardo keys [-data DIR] budget KEY_ID [-day USD|none] [-month USD|none]
 The data directory defaults to [storage].data_dir of $BARDO_CONFIG or ./pipeline.toml.
 `
 
@@ -173,6 +178,13 @@ func accountsCmd(ctx context.Context, args []string, out, stderr io.Writer) erro
 		} else {
 			fmt.Fprintln(out, "audit      ok")
 		}
+		bs, err := s.ListBudgets(ctx, a.ID)
+		if err != nil {
+			return err
+		}
+		for _, b := range bs {
+			fmt.Fprintf(out, "budget     %s %s per %s: %s\n", b.Scope, b.Subject, b.Period, usd(b.Limit))
+		}
 	case "topup", "adjust":
 		reason := fs.String("reason", "", "why (required)")
 		pos, err := parseArgs(fs, rest, 2, 2)
@@ -212,6 +224,14 @@ func accountsCmd(ctx context.Context, args []string, out, stderr io.Writer) erro
 			return err
 		}
 		return s.SetAccountDisabled(ctx, pos[0], sub == "disable")
+	case "budget":
+		day := fs.String("day", "", "per UTC day, USD (none: remove)")
+		month := fs.String("month", "", "per UTC month, USD (none: remove)")
+		pos, err := parseArgs(fs, rest, 1, 1)
+		if err != nil {
+			return err
+		}
+		return setBudgets(ctx, s, store.ScopeAccount, pos[0], *day, *month)
 	default:
 		fmt.Fprint(stderr, accountsUsage)
 		return fmt.Errorf("unknown subcommand %q", sub)
@@ -239,11 +259,23 @@ func keysCmd(ctx context.Context, args []string, out, stderr io.Writer) error {
 		models := fs.String("models", "", "comma-separated model globs")
 		cidrs := fs.String("cidrs", "", "comma-separated CIDRs or addresses")
 		expires := fs.String("expires", "", "a duration from now (720h) or an RFC 3339 time")
+		rate := fs.Int("rate-limit", 0, "requests per minute (0: the tier's default)")
+		day := fs.String("day-budget", "", "spend cap per UTC day, USD")
+		month := fs.String("month-budget", "", "spend cap per UTC month, USD")
 		pos, err := parseArgs(fs, rest, 1, 1)
 		if err != nil {
 			return err
 		}
-		spec := auth.KeySpec{Name: *name, ReadOnly: *ro, Models: splitComma(*models), CIDRs: splitComma(*cidrs)}
+		if *rate < 0 {
+			return errors.New("-rate-limit must be 0 (the tier's default) or more")
+		}
+		// The budgets are checked before the key exists, so that a bad one
+		// leaves no key behind.
+		budgets, err := parseBudgets(store.ScopeKey, "", *day, *month)
+		if err != nil {
+			return err
+		}
+		spec := auth.KeySpec{Name: *name, ReadOnly: *ro, Models: splitComma(*models), CIDRs: splitComma(*cidrs), RateLimit: *rate}
 		if *limit != "" {
 			if spec.SpendLimit, err = parseUSD(*limit); err != nil {
 				return err
@@ -262,6 +294,13 @@ func keysCmd(ctx context.Context, args []string, out, stderr io.Writer) error {
 		token, k, err := a.Create(ctx, pos[0], spec)
 		if err != nil {
 			return err
+		}
+		for _, b := range budgets {
+			b.Subject = k.ID
+			if err := s.SetBudget(ctx, b); err != nil {
+				a.Revoke(ctx, k.ID) // never hand out a key without the caps asked for
+				return fmt.Errorf("setting the key's budget (the key was revoked): %w", err)
+			}
 		}
 		fmt.Fprintf(stderr, "key %s created for %s; the key is shown once, store it now:\n", k.ID, k.AccountID)
 		fmt.Fprintln(out, token)
@@ -307,6 +346,24 @@ func keysCmd(ctx context.Context, args []string, out, stderr io.Writer) error {
 			return err
 		}
 		return a.SetDisabled(ctx, pos[0], sub == "disable")
+	case "rate-limit":
+		pos, err := parseArgs(fs, rest, 2, 2)
+		if err != nil {
+			return err
+		}
+		n, err := strconv.Atoi(pos[1])
+		if err != nil || n < 0 {
+			return fmt.Errorf("rate limit %q: requests per minute, 0 for the tier's default", pos[1])
+		}
+		return s.SetKeyRateLimit(ctx, pos[0], n)
+	case "budget":
+		day := fs.String("day", "", "per UTC day, USD (none: remove)")
+		month := fs.String("month", "", "per UTC month, USD (none: remove)")
+		pos, err := parseArgs(fs, rest, 1, 1)
+		if err != nil {
+			return err
+		}
+		return setBudgets(ctx, s, store.ScopeKey, pos[0], *day, *month)
 	default:
 		fmt.Fprint(stderr, keysUsage)
 		return fmt.Errorf("unknown subcommand %q", sub)
@@ -321,6 +378,46 @@ func usd(micro int64) string { return pricing.Micros(micro).String() }
 func parseUSD(s string) (int64, error) {
 	m, err := pricing.ParseUSD(strings.TrimPrefix(s, "$"))
 	return int64(m), err
+}
+
+// parseBudgets reads -day and -month budget flags: a USD amount sets the
+// cap, "none" (or 0) removes it, "" leaves it alone.
+func parseBudgets(scope store.BudgetScope, subject, day, month string) ([]store.SpendBudget, error) {
+	var out []store.SpendBudget
+	for _, f := range []struct {
+		v      string
+		period store.BudgetPeriod
+	}{{day, store.PeriodDay}, {month, store.PeriodMonth}} {
+		if f.v == "" {
+			continue
+		}
+		b := store.SpendBudget{Scope: scope, Subject: subject, Period: f.period}
+		if f.v != "none" {
+			m, err := parseUSD(f.v)
+			if err != nil || m < 0 {
+				return nil, fmt.Errorf("%s budget %q: a USD amount with at most 6 decimals, or none", f.period, f.v)
+			}
+			b.Limit = m
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+func setBudgets(ctx context.Context, s store.SpendBudgets, scope store.BudgetScope, subject, day, month string) error {
+	bs, err := parseBudgets(scope, subject, day, month)
+	if err != nil {
+		return err
+	}
+	if len(bs) == 0 {
+		return errors.New("nothing to change: give -day and/or -month")
+	}
+	for _, b := range bs {
+		if err := s.SetBudget(ctx, b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func splitComma(s string) []string {
@@ -349,6 +446,9 @@ func scopes(k store.Key) string {
 	}
 	if !k.Expires.IsZero() {
 		s = append(s, "expires "+k.Expires.Format(time.RFC3339))
+	}
+	if k.RateLimit > 0 {
+		s = append(s, strconv.Itoa(k.RateLimit)+"/min")
 	}
 	if len(s) == 0 {
 		return "all"

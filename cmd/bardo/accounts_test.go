@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bardoinference/bardo/host/auth"
 	"github.com/bardoinference/bardo/host/store"
@@ -82,5 +84,94 @@ func TestAccountsAndKeysCLI(t *testing.T) {
 	}
 	if _, err := run(t, accountsCmd, "-data", dir, "frobnicate"); err == nil {
 		t.Fatal("unknown subcommand accepted")
+	}
+}
+
+// Budgets, a key's rate limit and the usage listing from the CLI.
+func TestBudgetsRateLimitsAndUsageCLI(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	id, err := run(t, accountsCmd, "-data", dir, "create", "-name", "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, accountsCmd, "-data", dir, "topup", id, "5", "--reason", "double-dash flag"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, accountsCmd, "-data", dir, "budget", id, "-day", "2.5", "-month", "40"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, accountsCmd, "-data", dir, "budget", id); err == nil {
+		t.Fatal("a budget command changing nothing was accepted")
+	}
+	if _, err := run(t, accountsCmd, "-data", dir, "budget", id, "-day", "1e3"); err == nil {
+		t.Fatal("a budget of 1e3 was accepted")
+	}
+	if _, err := run(t, keysCmd, "-data", dir, "create", id, "-day-budget", "0.0000001"); err == nil {
+		t.Fatal("a key with a budget of 0.0000001 was created")
+	}
+	token, err := run(t, keysCmd, "-data", dir, "create", id, "-rate-limit", "30", "-day-budget", "1", "-month-budget", "10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid, _ := auth.TokenID(token)
+	if out, _ := run(t, keysCmd, "-data", dir, "show", kid); !strings.Contains(out, "30/min") {
+		t.Fatalf("key show:\n%s", out)
+	}
+	if _, err := run(t, keysCmd, "-data", dir, "rate-limit", kid, "-1"); err == nil {
+		t.Fatal("a negative rate limit was accepted")
+	}
+	if _, err := run(t, keysCmd, "-data", dir, "rate-limit", kid, "90"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, keysCmd, "-data", dir, "budget", kid, "-month", "none"); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := run(t, accountsCmd, "-data", dir, "show", id)
+	for _, want := range []string{"account " + id + " per day: 2.500000", "account " + id + " per month: 40.000000", "key " + kid + " per day: 1.000000"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("show lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "key "+kid+" per month") {
+		t.Fatalf("a removed budget is shown:\n%s", out)
+	}
+
+	s, err := sqlite.Open(context.Background(), filepath.Join(dir, sqlite.FileName), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, _ := s.Key(context.Background(), kid); k.RateLimit != 90 {
+		t.Fatalf("rate limit %d", k.RateLimit)
+	}
+	day := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
+	for i := range 3 {
+		if err := s.RecordUsage(context.Background(), store.Usage{RequestID: "req_" + strconv.Itoa(i), AccountID: id, KeyID: kid,
+			Model: "gpt-4o-mini", Charge: 1500, Status: 200, At: day.Add(time.Duration(i) * time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+
+	var stdout, stderr bytes.Buffer
+	if err := usageCmd(context.Background(), []string{"-data", dir, id, "-limit", "2"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	_, cursor, ok := strings.Cut(strings.TrimSpace(stderr.String()), "-cursor ")
+	if !ok || strings.Count(stdout.String(), "req_") != 2 || !strings.Contains(stdout.String(), "req_2") {
+		t.Fatalf("page 1:\n%s%s", stdout.String(), stderr.String())
+	}
+	next, err := run(t, usageCmd, "-data", dir, id, "-limit", "2", "-cursor", cursor)
+	if err != nil || strings.Count(next, "req_") != 1 || !strings.Contains(next, "req_0") {
+		t.Fatalf("page 2: %q %v", next, err)
+	}
+	daily, err := run(t, usageCmd, "-data", dir, id, "-daily", "-from", "2026-11-01", "-to", "2026-12-01")
+	if err != nil || !strings.Contains(daily, "2026-11-20") || !strings.Contains(daily, "0.004500") {
+		t.Fatalf("daily: %q %v", daily, err)
+	}
+	if _, err := run(t, usageCmd, "-data", dir, id, "-from", "last week"); err == nil {
+		t.Fatal("a bad -from was accepted")
+	}
+	if _, err := run(t, usageCmd, "-data", dir, "acct_nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("unknown account: %v", err)
 	}
 }

@@ -4,6 +4,7 @@
 //	bardo check [FILE]   validate a pipeline.toml and load its plugins, then exit
 //	bardo accounts …     manage accounts and their ledger (accounts.go)
 //	bardo keys …         manage API keys (accounts.go)
+//	bardo usage …        list an account's usage records or daily sums (usage.go)
 //	bardo version        print the version
 package main
 
@@ -44,6 +45,8 @@ func main() {
 		err = accountsCmd(context.Background(), args, os.Stdout, os.Stderr)
 	case "keys":
 		err = keysCmd(context.Background(), args, os.Stdout, os.Stderr)
+	case "usage":
+		err = usageCmd(context.Background(), args, os.Stdout, os.Stderr)
 	case "version", "-v", "--version":
 		fmt.Println("bardo", version)
 	case "help", "-h", "--help":
@@ -63,8 +66,9 @@ const usage = `usage:
                        listen address: [server].listen, overridden by $BARDO_LISTEN)
   bardo check [FILE]   validate a pipeline.toml and load its plugins, then exit
   bardo models …       build the offline models, fetch production ones (bardo models)
-  bardo accounts …     create, list, show, top up and adjust accounts (bardo accounts)
-  bardo keys …         create, list, show, revoke API keys (bardo keys)
+  bardo accounts …     create, list, show, top up, adjust accounts; budgets (bardo accounts)
+  bardo keys …         create, list, show, revoke API keys; rate limits, budgets (bardo keys)
+  bardo usage …        an account's usage records, a page at a time, or daily sums
   bardo version        print the version
 `
 
