@@ -3,6 +3,7 @@ package gateway
 import (
 	"github.com/bardoinference/bardo/host/dialect/anthropic"
 	"github.com/bardoinference/bardo/host/dialect/openai"
+	"github.com/bardoinference/bardo/host/dialect/responses"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -66,11 +67,35 @@ func (anthropicCodec) NewStreamEncoder(*wire.Request) streamEncoder {
 }
 func (anthropicCodec) NewStreamDecoder() streamDecoder { return anthropic.NewStreamDecoder() }
 
+// responsesCodec is the OpenAI Responses API's (host/dialect/responses).
+type responsesCodec struct{}
+
+func (responsesCodec) DecodeRequest(b []byte) (*wire.Request, error) {
+	return responses.DecodeRequest(b)
+}
+func (responsesCodec) EncodeRequest(r *wire.Request) ([]byte, error) {
+	return responses.EncodeRequest(r)
+}
+func (responsesCodec) DecodeResponse(b []byte) (*wire.Response, error) {
+	return responses.DecodeResponse(b)
+}
+func (responsesCodec) EncodeResponse(r *wire.Response) ([]byte, error) {
+	return responses.EncodeResponse(r)
+}
+func (responsesCodec) EncodeError(e *wire.Error) (int, []byte) { return responses.EncodeError(e) }
+func (responsesCodec) NewStreamEncoder(*wire.Request) streamEncoder {
+	return responses.NewStreamEncoder()
+}
+func (responsesCodec) NewStreamDecoder() streamDecoder { return responses.NewStreamDecoder() }
+
 // codecFor returns the codec of a dialect; DialectNone falls back to OpenAI,
-// the more widely spoken of the two.
+// the most widely spoken.
 func codecFor(d wire.Dialect) codec {
-	if d == wire.DialectAnthropic {
+	switch d {
+	case wire.DialectAnthropic:
 		return anthropicCodec{}
+	case wire.DialectResponses:
+		return responsesCodec{}
 	}
 	return openaiCodec{}
 }

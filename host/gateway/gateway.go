@@ -29,6 +29,7 @@ import (
 	"github.com/bardoinference/bardo/host/eventlog"
 	"github.com/bardoinference/bardo/host/health"
 	"github.com/bardoinference/bardo/host/pipeline"
+	"github.com/bardoinference/bardo/host/store"
 	"github.com/bardoinference/bardo/host/upstream"
 	"github.com/bardoinference/bardo/host/x402"
 	"github.com/bardoinference/bardo/sdk/jsonscan"
@@ -77,6 +78,12 @@ type Gateway struct {
 	// Admitter identifies the caller before any layer runs (admission.go);
 	// nil: every caller is the anonymous tenant.
 	Admitter Admitter
+
+	// Responses keeps the Responses API's stored responses (responses.go);
+	// nil: nothing is stored and previous_response_id is refused.
+	Responses store.ResponseStore
+	// ResponsesTTL is how long a stored response is kept (default 30 days).
+	ResponsesTTL time.Duration
 	// Accounts serves a caller's GET /v1/balance, /v1/usage and
 	// /v1/usage/daily (balance.go); nil: those answer 404.
 	Accounts AccountReader
@@ -115,7 +122,16 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) bool {
 		g.usage(ctx)
 	case "/v1/usage/daily":
 		g.usageDaily(ctx)
+	case "/v1/responses":
+		g.responsesPost(ctx, method)
 	default:
+		if strings.HasPrefix(path, "/v1/responses/") {
+			g.responseByID(ctx, method, path)
+			return true
+		}
+		// The server answers 404; it carries a request id like every
+		// other answer.
+		ctx.Response.Header.Set(HeaderRequestID, newRequestID())
 		return false
 	}
 	return true
@@ -434,7 +450,11 @@ func (g *Gateway) encodeBody(x *pipeline.Exchange, call *wire.UpstreamCall, rout
 			// nothing (or something else) to the other one. Say which were
 			// dropped, except those the translation honours itself.
 			cp := *req
-			cp.Extra = nil
+			// Members with an equivalent in the upstream's dialect are
+			// carried over under its names (responses.go).
+			carried, kept := carryExtra(x.Meta.Dialect, call.BodyDialect, req.Extra)
+			cp.Extra = carried
+			honoured = append(honoured, kept...)
 			req = &cp
 			// Members the adapter sets itself (BodyMerge) are not dropped.
 			jsonscan.EachMember(call.BodyMerge, func(k, _ []byte) { honoured = append(honoured, string(k)) })

@@ -68,7 +68,7 @@ func translateRequest(x *pipeline.Exchange, req *wire.Request, up wire.Dialect) 
 		hoistSystem(out)
 		addDegraded(x, "system-moved")
 	}
-	if x.Meta.Dialect == wire.DialectOpenAI && up == wire.DialectAnthropic {
+	if (x.Meta.Dialect == wire.DialectOpenAI || x.Meta.Dialect == wire.DialectResponses) && up == wire.DialectAnthropic {
 		if name, schema, ok := responseFormat(req.Extra); ok {
 			if forcesTool(req) {
 				addDegraded(x, "structured-output-unsupported")
@@ -83,7 +83,7 @@ func translateRequest(x *pipeline.Exchange, req *wire.Request, up wire.Dialect) 
 				cp.ToolChoice = tc
 				out = &cp
 				x.StructuredTool = name
-				honoured = append(honoured, "response_format")
+				honoured = append(honoured, "response_format", "text")
 			}
 		}
 	}
@@ -241,18 +241,18 @@ func responseFormat(extra []byte) (name string, schema []byte, ok bool) {
 		return "", nil, false
 	}
 	var top struct {
-		ResponseFormat *struct {
-			Type       string `json:"type"`
-			JSONSchema *struct {
-				Name   string          `json:"name"`
-				Schema json.RawMessage `json:"schema"`
-			} `json:"json_schema"`
-		} `json:"response_format"`
+		ResponseFormat *chatResponseFormat `json:"response_format"`
 	}
-	if json.Unmarshal(extra, &top) != nil || top.ResponseFormat == nil {
+	if json.Unmarshal(extra, &top) != nil {
 		return "", nil, false
 	}
 	rf := top.ResponseFormat
+	if rf == nil {
+		// The Responses API's text.format: the same, flattened.
+		if rf = textFormat(extra); rf == nil {
+			return "", nil, false
+		}
+	}
 	switch rf.Type {
 	case "json_object":
 		return structuredToolDefault, []byte(`{"type":"object"}`), true
@@ -269,6 +269,16 @@ func responseFormat(extra []byte) (name string, schema []byte, ok bool) {
 		return name, schema, true
 	}
 	return "", nil, false
+}
+
+// chatResponseFormat is the part of Chat Completions' response_format the
+// structured-output translation reads.
+type chatResponseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+	} `json:"json_schema"`
 }
 
 // forcesTool reports whether the caller offered tools of its own and forced

@@ -27,6 +27,11 @@ const (
 	DialectNone      Dialect = 0
 	DialectOpenAI    Dialect = 1 // OpenAI Chat Completions
 	DialectAnthropic Dialect = 2 // Anthropic Messages
+	// DialectResponses is the OpenAI Responses API (POST /v1/responses):
+	// a caller's dialect, and an upstream's for adapters that speak it.
+	// Appended (ABI v1.4): a plugin built before it sees an unknown
+	// dialect, as for any value it does not know.
+	DialectResponses Dialect = 3
 )
 
 // String returns the dialect's lower-case name.
@@ -36,6 +41,8 @@ func (d Dialect) String() string {
 		return "openai"
 	case DialectAnthropic:
 		return "anthropic"
+	case DialectResponses:
+		return "responses"
 	}
 	return "none"
 }
