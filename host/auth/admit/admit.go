@@ -29,13 +29,26 @@ type Keys struct {
 	Log  *slog.Logger // nil: slog.Default()
 	// Schemes is the credential detection order (nil: auth.Schemes).
 	Schemes []auth.Scheme
+	// Meter, when set, is called once the key verified and its scopes
+	// allow the request: rate limits, allowance, budgets and the
+	// reservation (host/billing). nil admits without metering.
+	Meter Meter
+}
+
+// Meter meters an admitted key's request: it returns the Caller (with a
+// Tab for a request that may spend) or a refusal in the canonical error
+// form, with the Caller filled when the refusal is to be settled on its
+// tab. *billing.Meter implements it.
+type Meter interface {
+	Open(ctx context.Context, p *auth.Principal, a *gateway.Admission) (gateway.Caller, *wire.Error)
 }
 
 var _ gateway.Admitter = (*Keys)(nil)
 
 // Admit implements gateway.Admitter: 401 without a valid key, 403 when
 // the key's scopes (read-only, models, IP allow-list) forbid the request,
-// 503 when the store cannot be read.
+// 503 when the store cannot be read; then, with a Meter, what it decides
+// (limits, budgets, the balance and the request's tab).
 func (k *Keys) Admit(ctx context.Context, a *gateway.Admission) (gateway.Caller, *wire.Error) {
 	schemes := k.Schemes
 	if schemes == nil {
@@ -65,7 +78,10 @@ func (k *Keys) Admit(ctx context.Context, a *gateway.Admission) (gateway.Caller,
 		msg := strings.TrimPrefix(err.Error(), auth.ErrForbidden.Error()+": ")
 		return gateway.Caller{}, &wire.Error{Status: 403, Kind: wire.ErrPermission, Message: msg}
 	}
-	return gateway.Caller{Tenant: p.Key.AccountID}, nil
+	if k.Meter != nil {
+		return k.Meter.Open(ctx, p, a)
+	}
+	return gateway.Caller{Tenant: p.Key.AccountID, Key: p.Key.ID}, nil
 }
 
 func unauthenticated() *wire.Error {

@@ -9,7 +9,10 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/bardoinference/bardo/host/auth"
+	"github.com/bardoinference/bardo/host/billing"
+	"github.com/bardoinference/bardo/host/catalog"
 	"github.com/bardoinference/bardo/host/gateway"
+	"github.com/bardoinference/bardo/host/pricing"
 	"github.com/bardoinference/bardo/host/store"
 	"github.com/bardoinference/bardo/host/store/sqlite"
 	"github.com/bardoinference/bardo/sdk/wire"
@@ -81,5 +84,39 @@ func BenchmarkAdmit(b *testing.B) {
 		if _, werr := k.Admit(ctx, a); werr != nil {
 			b.Fatal(werr)
 		}
+	}
+}
+
+// TestAdmitMeters: a verified, in-scope key is metered (a paid request
+// gets a tab, the meter's refusal comes back with it); a request the
+// scopes refuse never reaches the meter.
+func TestAdmitMeters(t *testing.T) {
+	ctx := context.Background()
+	k, s, token := newKeys(t)
+	m, err := billing.New(billing.Config{Store: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(ctx) })
+	k.Meter = m
+	a := admission(token)
+	a.InputTokens, a.MaxTokens = 100, 100
+	a.Quotes = func() []gateway.Quote {
+		in, _ := catalog.ParsePrice("1")
+		return []gateway.Quote{{Model: "gpt-4o", Prices: pricing.PricesOf(&catalog.Model{Input: in, Output: in}, pricing.OpenAI)}}
+	}
+	// The account holds nothing: 402, settled on the request's tab.
+	c, werr := k.Admit(ctx, a)
+	if werr == nil || werr.Status != 402 || c.Tab == nil || c.Tenant != "acct_a" || c.Key == "" {
+		t.Fatalf("%+v %+v", c, werr)
+	}
+	c.Tab.Close(&gateway.Settlement{RequestID: "r1", Path: gateway.PathError, Status: 402, Err: werr})
+	a.Model = "claude-sonnet-4-5" // out of the key's scope
+	if c, werr := k.Admit(ctx, a); werr == nil || werr.Status != 403 || c.Tab != nil {
+		t.Fatalf("out of scope: %+v %+v", c, werr)
+	}
+	a.Model, a.Spends = "", false
+	if c, werr := k.Admit(ctx, a); werr != nil || c.Tab != nil || len(c.Headers) == 0 {
+		t.Fatalf("read: %+v %+v", c, werr)
 	}
 }
