@@ -143,6 +143,9 @@ func New(ctx context.Context, path string, opts Options) (_ *Daemon, err error) 
 		}
 		d.Gateway.Admitter = k
 	}
+	if err := d.openResponses(ctx, cfg.Storage); err != nil {
+		return nil, err
+	}
 
 	timeout := opts.Upstream
 	if timeout <= 0 {
