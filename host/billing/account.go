@@ -318,3 +318,27 @@ func over(bs []budget, est int64) *budget {
 func (b *budget) String() string {
 	return fmt.Sprintf("%s (%s of %s used)", b.what, usd(b.s.spent+b.s.held), usd(b.limit))
 }
+
+// Invalidate makes the next request of account re-read its balance, tier
+// and budgets from the store, instead of within the refresh interval: the
+// admin API calls it after a top-up, an adjustment or a budget change
+// (server.Admin.OnAccountChange).
+func (m *Meter) Invalidate(account string) {
+	m.mu.Lock()
+	a := m.accounts[account]
+	m.mu.Unlock()
+	if a == nil {
+		return
+	}
+	select {
+	case <-a.ready:
+	default:
+		return // still loading: it reads the new state anyway
+	}
+	if a.err != nil {
+		return
+	}
+	a.mu.Lock()
+	a.loaded = time.Time{}
+	a.mu.Unlock()
+}

@@ -462,13 +462,29 @@ func TestSpendLimitAndBalance(t *testing.T) {
 	if _, err := e.s.TopUp(ctx, "a", 1_000_000, "cli"); err != nil {
 		t.Fatal(err)
 	}
+	// Within the refresh interval the cached balance still refuses…
+	c, werr = e.m.Open(ctx, e.principal("k1"), admission(1000, 1000, sonnet))
+	if werr == nil || werr.Status != 402 {
+		t.Fatalf("cached: %+v", werr)
+	}
+	c.Tab.Close(e.refused(werr))
+	// …after it, or at once when the admin API says so, the top-up shows.
 	e.clk.add(3 * time.Second)
 	c, werr = e.m.Open(ctx, e.principal("k1"), admission(1000, 1000, sonnet))
 	if werr != nil || header(c.Headers, pricing.HeaderBalance) != "1.020000" {
 		t.Fatalf("after top-up: %+v %+v", werr, c.Headers)
 	}
 	c.Tab.Close(e.refused(&wire.Error{Status: 502}))
-	if recs := e.records(); len(recs) != 3 || recs[0].Charge != 0 {
+	if _, err := e.s.TopUp(ctx, "a", 1_000_000, "admin"); err != nil {
+		t.Fatal(err)
+	}
+	e.m.Invalidate("a")
+	c, werr = e.m.Open(ctx, e.principal("k1"), admission(10, 10, haiku))
+	if werr != nil || header(c.Headers, pricing.HeaderBalance) != "2.020000" {
+		t.Fatalf("after invalidation: %+v %+v", werr, c.Headers)
+	}
+	c.Tab.Close(e.refused(&wire.Error{Status: 502}))
+	if recs := e.records(); len(recs) != 5 || recs[0].Charge != 0 {
 		t.Fatalf("%+v", recs)
 	}
 }
