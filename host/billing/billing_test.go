@@ -13,6 +13,7 @@ import (
 
 	"github.com/bardoinference/bardo/host/auth"
 	"github.com/bardoinference/bardo/host/catalog"
+	"github.com/bardoinference/bardo/host/config"
 	"github.com/bardoinference/bardo/host/gateway"
 	"github.com/bardoinference/bardo/host/pricing"
 	"github.com/bardoinference/bardo/host/store"
@@ -618,5 +619,21 @@ func TestConfigValidate(t *testing.T) {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%+v accepted", c)
 		}
+	}
+}
+
+func TestFromConfig(t *testing.T) {
+	cfg, err := config.Parse([]byte("[billing]\nrefresh = \"5s\"\n[billing.tiers.pro]\nspread_percent = 12.5\n"), "pipeline.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := FromConfig(cfg.Billing, &sqlite.Store{})
+	want := DefaultTiers[store.TierPro]
+	want.Spread = 1250
+	if c.Refresh != 5*time.Second || len(c.Tiers) != 1 || c.Tiers[store.TierPro] != want {
+		t.Fatalf("%+v", c)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
 	}
 }

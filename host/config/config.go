@@ -109,6 +109,7 @@ type Config struct {
 	Server      Server
 	Storage     Storage    // the [storage] table
 	Auth        Auth       // the [auth] table
+	Billing     Billing    // the [billing] table
 	Layers      []Layer    // in file order: the order requests pass through them
 	Providers   []Provider // in file order
 	Models      Models     // the [models] table
