@@ -116,7 +116,10 @@ func (m *Meter) account(ctx context.Context, id string) (*account, error) {
 		a = &account{id: id, ready: make(chan struct{})}
 		m.accounts[id] = a
 		m.mu.Unlock()
-		a.err = m.load(ctx, a)
+		// Not the caller's cancellation: others may be waiting on this load.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), loadTimeout)
+		a.err = m.load(lctx, a)
+		cancel()
 		close(a.ready)
 		if a.err != nil {
 			m.mu.Lock()
@@ -305,14 +308,27 @@ func (a *account) budgets(k *keyState, keyID string, life int64, now time.Time, 
 	return dst
 }
 
-// over returns the first budget est does not fit under, or nil.
+// loadTimeout bounds an account's first load from the store.
+const loadTimeout = 10 * time.Second
+
+// over returns a budget est does not fit under, or nil: the one that
+// clears last (the lifetime limit, which never does, first), so the
+// refusal's Retry-After is when the request can pass.
 func over(bs []budget, est int64) *budget {
+	var worst *budget
 	for i := range bs {
-		if b := &bs[i]; b.s.spent+b.s.held+est > b.limit {
+		b := &bs[i]
+		if b.s.spent+b.s.held+est <= b.limit {
+			continue
+		}
+		switch {
+		case b.resets.IsZero():
 			return b
+		case worst == nil || b.resets.After(worst.resets):
+			worst = b
 		}
 	}
-	return nil
+	return worst
 }
 
 func (b *budget) String() string {

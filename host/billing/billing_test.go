@@ -438,6 +438,17 @@ func TestAccountMonthBudgetAcrossRestart(t *testing.T) {
 	if len(st.Budgets) != 1 || st.Budgets[0].Spent != 22_500 || st.Budgets[0].Period != "month" {
 		t.Fatalf("%+v", st.Budgets)
 	}
+	// Over both the day's and the month's budget: Retry-After is the later
+	// reset, the month's, when the request can pass again.
+	if err := e.s.SetBudget(ctx, store.SpendBudget{Scope: store.ScopeAccount, Subject: "a", Period: store.PeriodDay, Limit: 20_000}); err != nil {
+		t.Fatal(err)
+	}
+	e.m.Invalidate("a")
+	_, werr = e.m.Open(ctx, e.principal("k1"), admission(1000, 1000, sonnet))
+	want := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC).Sub(e.clk.now()).Milliseconds()
+	if werr == nil || werr.RetryAfterMs != want || !strings.Contains(werr.Message, "monthly") {
+		t.Fatalf("both budgets: %+v", werr)
+	}
 }
 
 // TestSpendLimitAndBalance: a key's lifetime spend limit and an empty
@@ -636,4 +647,34 @@ func TestFromConfig(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestLedgerDown: when the store cannot commit, a settlement stays queued
+// (the bill shows the meter's figures after CommitWait), paid requests are
+// refused with 503 once the backlog reaches its bound, and closing the
+// meter reports what never reached the ledger rather than drop it quietly.
+func TestLedgerDown(t *testing.T) {
+	e := newEnv(t, 1_000_000, func(c *Config) { c.CommitWait, c.MaxBacklog = 50*time.Millisecond, 1 })
+	ctx := context.Background()
+	p := e.principal("k1")
+	c, werr := e.m.Open(ctx, p, admission(1000, 1000, haiku))
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	e.s.Close() // every commit fails from here on
+	bill := c.Tab.Close(e.served(haiku, wire.Usage{InputTokens: 1000, OutputTokens: 1000}))
+	if header(bill.Headers, pricing.HeaderCost) != "0.007500" || header(bill.Headers, pricing.HeaderBalance) != "0.992500" {
+		t.Fatalf("bill while the ledger is down: %+v", bill.Headers)
+	}
+	_, werr = e.m.Open(ctx, p, admission(1000, 1000, haiku))
+	if werr == nil || werr.Status != 503 {
+		t.Fatalf("backlog at its bound: %+v", werr)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	err := e.m.Close(cctx)
+	if err == nil || !strings.Contains(err.Error(), "1 settlements not committed") {
+		t.Fatalf("close: %v", err)
+	}
+	e.m = nil // closed
 }

@@ -42,12 +42,15 @@ func inProcess(t *testing.T, fake *fakeupstream.Server, layers string, setup fun
 //     is its record's charge.
 func TestLedgerUnder64Concurrent(t *testing.T) {
 	const clients = 64
-	// ~1,000 output tokens an answer: a request costs about what it holds.
-	long := strings.Repeat("The ledger balances to the unit. ", 120)
+	// ~100 output tokens an answer against a hold for 1,000: a request
+	// holds ten times what it costs, so each round admits what the balance
+	// can hold at once, spends a little of it, and the balance drains over
+	// many rounds of settlements racing new holds.
+	long := strings.Repeat("The ledger balances to the unit. ", 12)
 	fake := fakeupstream.New(fakeupstream.WithAPIKey(upKey),
 		fakeupstream.WithDefaultBehaviour(fakeupstream.Behaviour{Text: long, Latency: 150 * time.Millisecond}))
 	t.Cleanup(fake.Close)
-	const topUp = 100_000 // $0.10: about six answers' holds at once
+	const topUp = 100_000 // $0.10: about six requests' holds at once
 	var acct account
 	gw, d := inProcess(t, fake, "", func(d *data) {
 		acct = d.newAccount(t, "acct_small", store.TierFree, topUp, auth.KeySpec{RateLimit: 100_000})
@@ -60,7 +63,7 @@ func TestLedgerUnder64Concurrent(t *testing.T) {
 		calls   []call
 	)
 	served, refused := 0, 0
-	for round := 0; round < 12; round++ {
+	for round := 0; round < 40; round++ {
 		var wg sync.WaitGroup
 		for i := range clients {
 			c := call{dialect: dialect(i % 2), stream: i%4 >= 2, maxTokens: 1000,
