@@ -42,6 +42,12 @@ type Mix struct {
 	// and a half times this (0: no pause).
 	Idle time.Duration
 	Seed uint64
+	// Keys, when set, make the run paid: client c sends Keys[c%len(Keys)]
+	// as Authorization: Bearer, and every answer must show what it was
+	// charged — X-Bardo-Cost on a JSON answer, the ": bardo cost=…"
+	// trailer before a stream's terminal event (host/pricing) — or it is
+	// an error.
+	Keys []string
 }
 
 // Dialect is the API a client speaks.
@@ -67,6 +73,7 @@ type Result struct {
 	Stale                       int // served from cache because every provider failed
 	Skipped                     int // X-Bardo-Degraded named a skipped layer
 	Streams                     int
+	Paid                        int            // OK answers that showed their cost (Mix.Keys)
 	Cache                       map[string]int // X-Bardo-Cache values
 	TTFB                        []time.Duration
 	Elapsed                     time.Duration
@@ -99,8 +106,8 @@ func Percentile(ds []time.Duration, p float64) time.Duration {
 
 // String is a one-line summary.
 func (r *Result) String() string {
-	return fmt.Sprintf("%d requests in %v (%.0f/s; %d streamed): %d ok, %d errors, %d wrong, %d stale, %d layer-skipped; cache %v; TTFB p50 %v p99 %v",
-		r.Requests, r.Elapsed.Round(time.Millisecond), r.RPS(), r.Streams, r.OK, r.Errors, r.Wrong, r.Stale, r.Skipped, r.Cache,
+	return fmt.Sprintf("%d requests in %v (%.0f/s; %d streamed, %d paid): %d ok, %d errors, %d wrong, %d stale, %d layer-skipped; cache %v; TTFB p50 %v p99 %v",
+		r.Requests, r.Elapsed.Round(time.Millisecond), r.RPS(), r.Streams, r.Paid, r.OK, r.Errors, r.Wrong, r.Stale, r.Skipped, r.Cache,
 		r.Percentile(50).Round(10*time.Microsecond), r.Percentile(99).Round(10*time.Microsecond))
 }
 
@@ -151,6 +158,9 @@ func Run(ctx context.Context, base string, mix Mix) *Result {
 			if o.skipped {
 				res.Skipped++
 			}
+			if o.paid {
+				res.Paid++
+			}
 			if o.cache == "miss" && len(sent) < 4096 {
 				sent = append(sent, o.prompt)
 			}
@@ -177,6 +187,10 @@ func Run(ctx context.Context, base string, mix Mix) *Result {
 			r := rand.New(rand.NewPCG(mix.Seed, uint64(c)))
 			stream := float64(c) < mix.StreamShare*float64(mix.Clients)
 			dialect := Dialect(c % 2)
+			key := ""
+			if len(mix.Keys) > 0 {
+				key = mix.Keys[c%len(mix.Keys)]
+			}
 			for ctx.Err() == nil {
 				if mix.Requests > 0 && next.Add(1) > int64(mix.Requests) {
 					return
@@ -185,7 +199,7 @@ func Run(ctx context.Context, base string, mix Mix) *Result {
 				if prompt == "" {
 					prompt = mix.Prompt(int(uniques.Add(1)), r)
 				}
-				note(ask(ctx, client, base, dialect, prompt, stream, mix.Body(dialect, prompt, stream)))
+				note(ask(ctx, client, base, key, dialect, prompt, stream, mix.Body(dialect, prompt, stream)))
 				if mix.Idle > 0 {
 					select {
 					case <-time.After(mix.Idle/2 + time.Duration(r.Int64N(int64(mix.Idle)))):
@@ -207,12 +221,14 @@ type outcome struct {
 	err, wrong     string
 	cache          string
 	stale, skipped bool
+	paid           bool // the answer showed its cost
 	ttfb           time.Duration
 }
 
-// ask sends one request and judges its answer: the fake upstream answers
-// "echo: <prompt>", and so must every cache hit of that prompt.
-func ask(ctx context.Context, client *http.Client, base string, d Dialect, prompt string, stream bool, body []byte) (o outcome) {
+// ask sends one request (paid with key when it is not "") and judges its
+// answer: the fake upstream answers "echo: <prompt>", and so must every
+// cache hit of that prompt; a paid answer must show its cost.
+func ask(ctx context.Context, client *http.Client, base, key string, d Dialect, prompt string, stream bool, body []byte) (o outcome) {
 	o.prompt, o.stream = prompt, stream
 	req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), "POST", base+d.path(), bytes.NewReader(body))
 	if err != nil {
@@ -222,6 +238,9 @@ func ask(ctx context.Context, client *http.Client, base string, d Dialect, promp
 	req.Header.Set("Content-Type", "application/json")
 	if d == Anthropic {
 		req.Header.Set("anthropic-version", "2023-06-01")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
 	}
 	st := time.Now()
 	resp, err := client.Do(req)
@@ -251,12 +270,17 @@ func ask(ctx context.Context, client *http.Client, base string, d Dialect, promp
 	o.skipped = strings.Contains(resp.Header.Get("X-Bardo-Degraded"), "layer-skipped")
 	var text string
 	if stream {
-		text, err = streamText(d, b)
+		text, o.paid, err = streamText(d, b)
 	} else {
 		text, err = jsonText(d, b)
+		o.paid = resp.Header.Get("X-Bardo-Cost") != ""
 	}
 	if err != nil {
 		o.err = fmt.Sprintf("%s (%s, cache %s): %v: %.300s", rid, d.path(), o.cache, err, b)
+		return o
+	}
+	if key != "" && !o.paid {
+		o.err = fmt.Sprintf("%s (%s, stream %v, cache %s): a paid answer without its cost (X-Bardo-Cost or the stream's trailer)", rid, d.path(), stream, o.cache)
 		return o
 	}
 	if want := "echo: " + prompt; text != want {
@@ -296,24 +320,30 @@ func jsonText(d Dialect, b []byte) (string, error) {
 }
 
 // streamText checks a stream ends with its dialect's end marker, with no
-// error event, and returns its text.
-func streamText(d Dialect, b []byte) (string, error) {
+// error event, and returns its text and whether the ": bardo cost=…"
+// trailer came before the end marker.
+func streamText(d Dialect, b []byte) (string, bool, error) {
 	var text strings.Builder
 	var last, event string
+	trailer, ended := false, false
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 1<<20), 8<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
+		case strings.HasPrefix(line, ": bardo cost="):
+			trailer = trailer || !ended
 		case strings.HasPrefix(line, "event: "):
 			event = line[7:]
 			if event == "error" {
-				return "", fmt.Errorf("error event")
+				return "", false, fmt.Errorf("error event")
 			}
+			ended = ended || event == "message_stop"
 		case strings.HasPrefix(line, "data: "):
 			data := line[6:]
 			last = event + "|" + data
 			if data == "[DONE]" {
+				ended = true
 				continue
 			}
 			var m struct {
@@ -328,10 +358,10 @@ func streamText(d Dialect, b []byte) (string, error) {
 				} `json:"delta"`
 			}
 			if err := json.Unmarshal([]byte(data), &m); err != nil {
-				return "", fmt.Errorf("undecodable event %q: %w", data, err)
+				return "", false, fmt.Errorf("undecodable event %q: %w", data, err)
 			}
 			if len(m.Error) > 0 {
-				return "", fmt.Errorf("error in the stream")
+				return "", false, fmt.Errorf("error in the stream")
 			}
 			for _, c := range m.Choices {
 				text.WriteString(c.Delta.Content)
@@ -342,9 +372,9 @@ func streamText(d Dialect, b []byte) (string, error) {
 		}
 	}
 	if d == OpenAI && last != "|[DONE]" || d == Anthropic && !strings.HasPrefix(last, "message_stop|") {
-		return "", fmt.Errorf("the stream did not end with its end marker (last %q)", last)
+		return "", false, fmt.Errorf("the stream did not end with its end marker (last %q)", last)
 	}
-	return text.String(), nil
+	return text.String(), trailer, nil
 }
 
 // Simple is a one-message request in the dialect.
