@@ -261,6 +261,14 @@ func (g *Gateway) responsesPost(ctx *fasthttp.RequestCtx, method string) {
 	}
 	sent := body
 	if m.previous != "" || m.hasStore {
+		// The splice reads members leniently: a body that is not JSON
+		// must not become one by losing its tail.
+		if !json.Valid(body) {
+			e := &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest, Message: "invalid request: the body is not valid JSON"}
+			WriteError(ctx, d, e)
+			g.refused(rid, d, e, began)
+			return
+		}
 		var chain []byte
 		if m.previous != "" {
 			var werr *wire.Error
@@ -686,4 +694,59 @@ func textFormat(extra []byte) *chatResponseFormat {
 		return nil
 	}
 	return &out
+}
+
+// sharedToolMembers names the tool members the caller's dialect and the
+// upstream's define alike: function "strict" in Chat and Responses.
+func sharedToolMembers(from, to wire.Dialect) []string {
+	openaiFamily := func(d wire.Dialect) bool { return d == wire.DialectOpenAI || d == wire.DialectResponses }
+	if from != to && openaiFamily(from) && openaiFamily(to) {
+		return []string{"strict"}
+	}
+	return nil
+}
+
+// splitMembers splits a raw JSON object into the members named in keep
+// and the others (each nil when empty).
+func splitMembers(obj []byte, keep []string) (kept, gone []byte) {
+	if len(keep) == 0 {
+		return nil, obj
+	}
+	jsonscan.EachMember(obj, func(k, v []byte) {
+		dst := &gone
+		for _, n := range keep {
+			if string(k) == n {
+				dst = &kept
+			}
+		}
+		if *dst == nil {
+			*dst = append(*dst, '{')
+		} else {
+			*dst = append(*dst, ',')
+		}
+		*dst = append(*dst, '"')
+		*dst = append(*dst, k...)
+		*dst = append(*dst, '"', ':')
+		*dst = append(*dst, v...)
+	})
+	if kept != nil {
+		kept = append(kept, '}')
+	}
+	if gone != nil {
+		gone = append(gone, '}')
+	}
+	return kept, gone
+}
+
+// hasSignedThinking reports whether req holds thinking a Chat upstream
+// cannot take: signed or redacted.
+func hasSignedThinking(req *wire.Request) bool {
+	for i := range req.Messages {
+		for _, b := range req.Messages[i].Content {
+			if (b.Type == wire.BlockThinking && b.Signature != "") || b.Type == wire.BlockRedactedThinking {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -57,8 +57,13 @@ const structuredToolDefault = "json_response"
 // translation took care of (not to be reported as dropped).
 func translateRequest(x *pipeline.Exchange, req *wire.Request, up wire.Dialect) (out *wire.Request, honoured, dropped []string) {
 	out = req
-	if cp, names := withoutNestedExtras(req, up); cp != nil {
+	if cp, names := withoutNestedExtras(req, up, sharedToolMembers(x.Meta.Dialect, up)); cp != nil {
 		out, dropped = cp, names
+	}
+	if x.Meta.Dialect == wire.DialectResponses && up == wire.DialectOpenAI && hasSignedThinking(out) {
+		// Chat Completions has no form for signed or redacted reasoning
+		// (the codec leaves it out): say so.
+		addDegraded(x, "reasoning-dropped")
 	}
 	if x.Meta.Dialect != wire.DialectAnthropic && up == wire.DialectAnthropic && hasSystemMessages(out) {
 		if out == req {
@@ -105,7 +110,10 @@ func translateRequest(x *pipeline.Exchange, req *wire.Request, up wire.Dialect) 
 // tools when up is not Anthropic, naming what it dropped; nil when there is
 // nothing to drop. req is left as it is: a failover may encode it for an
 // upstream of the caller's own dialect.
-func withoutNestedExtras(req *wire.Request, up wire.Dialect) (*wire.Request, []string) {
+//
+// shared names the tool members both dialects define alike (a function's
+// "strict" in the two OpenAI dialects), which are kept.
+func withoutNestedExtras(req *wire.Request, up wire.Dialect, shared []string) (*wire.Request, []string) {
 	seen := map[string]bool{}
 	var names []string
 	note := func(where string, extra []byte) {
@@ -167,8 +175,9 @@ func withoutNestedExtras(req *wire.Request, up wire.Dialect) (*wire.Request, []s
 				}
 				continue
 			}
-			note("tools[]", t.Extra)
-			t.Extra = nil
+			kept, gone := splitMembers(t.Extra, shared)
+			note("tools[]", gone)
+			t.Extra = kept
 		}
 		tools = append(tools, t)
 	}

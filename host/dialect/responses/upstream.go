@@ -204,6 +204,10 @@ func appendInputMessage(b []byte, role string, blocks []wire.Block) []byte {
 				n++
 				b = append(b, `{"type":"input_image","image_url":`...)
 				b = jsonx.AppendString(b, url)
+				if detail := imageDetail(c.Data); detail != "" {
+					b = append(b, `,"detail":`...)
+					b = jsonx.AppendString(b, detail)
+				}
 				b = append(b, '}')
 			}
 			continue
@@ -245,6 +249,18 @@ func imageURL(src []byte) string {
 		return "data:" + mt + ";base64," + data
 	}
 	return url
+}
+
+// imageDetail is a canonical image source's detail member, "" for none.
+func imageDetail(src []byte) string {
+	var detail string
+	_ = jsonx.ObjectEach(src, func(k, v []byte) error {
+		if jsonx.KeyIs(k, "detail") {
+			detail, _ = jsonx.Unquote(v)
+		}
+		return nil
+	})
+	return detail
 }
 
 // appendOutputParts writes a tool_result's structured content as a
@@ -371,9 +387,8 @@ func stopReason(status, reason string, content []wire.Block) string {
 	return wire.StopEndTurn
 }
 
-// outputBlocks appends the blocks of one output item.
-func outputBlocks(resp *wire.Response, raw []byte) error {
-	req := &wire.Request{Messages: []wire.Message{{Role: "assistant"}}}
+// itemType is the type member of an item.
+func itemType(raw []byte) string {
 	var typ string
 	_ = jsonx.ObjectEach(raw, func(k, v []byte) error {
 		if jsonx.KeyIs(k, "type") {
@@ -381,7 +396,13 @@ func outputBlocks(resp *wire.Response, raw []byte) error {
 		}
 		return nil
 	})
-	switch typ {
+	return typ
+}
+
+// outputBlocks appends the blocks of one output item.
+func outputBlocks(resp *wire.Response, raw []byte) error {
+	req := &wire.Request{Messages: []wire.Message{{Role: "assistant"}}}
+	switch itemType(raw) {
 	case "message", "function_call", "reasoning":
 	default:
 		return nil // web_search_call and the like: nothing the canonical model holds
@@ -497,8 +518,15 @@ func (d *StreamDecoder) Decode(name string, data []byte) ([]wire.Event, error) {
 	switch ev.typ {
 	case "response.output_item.added":
 		r := &wire.Response{}
-		if err := outputBlocks(r, ev.item); err != nil || len(r.Content) == 0 {
+		if err := outputBlocks(r, ev.item); err != nil {
 			return out, err
+		}
+		if len(r.Content) == 0 {
+			// A message item is announced with empty content.
+			if itemType(ev.item) != "message" {
+				return out, nil
+			}
+			r.Content = []wire.Block{{Type: wire.BlockText}}
 		}
 		b := r.Content[0]
 		start := wire.Block{Type: b.Type, ID: b.ID, Name: b.Name}

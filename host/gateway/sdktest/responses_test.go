@@ -487,3 +487,58 @@ func TestResponsesClientErrors(t *testing.T) {
 		t.Errorf("404: status %d, request id %q", res.StatusCode, res.Header.Get("X-Bardo-Request-Id"))
 	}
 }
+
+// TestResponsesClientReasoningAcrossTurns: an Anthropic upstream's signed
+// thinking comes out as a reasoning item (summary and encrypted_content)
+// and, chained with previous_response_id, goes back to Anthropic with its
+// signature; a Chat upstream cannot take it and the answer says so.
+func TestResponsesClientReasoningAcrossTurns(t *testing.T) {
+	e := newResponsesEnv(t, nil)
+	e.fake.Script(fakeupstream.Thinking())
+	first, err := e.oa.Responses.New(ctx(t), responses.ResponseNewParams{
+		Model: anthropicUp.model,
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Think first.")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs responses.ResponseReasoningItem
+	for _, it := range first.Output {
+		if it.Type == "reasoning" {
+			rs = it.AsReasoning()
+		}
+	}
+	if len(rs.Summary) != 1 || rs.EncryptedContent == "" || rs.EncryptedContent != fakeSignature(rs.Summary[0].Text) {
+		t.Fatalf("reasoning item %s", first.RawJSON())
+	}
+	if _, err := e.oa.Responses.New(ctx(t), responses.ResponseNewParams{
+		Model:              anthropicUp.model,
+		PreviousResponseID: openai.String(first.ID),
+		Input:              responses.ResponseNewParamsInputUnion{OfString: openai.String("And now?")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := arr(t, e.lastUpstream(t, anthropicUp)["messages"], "messages")
+	asst := arr(t, obj(t, msgs[1], "assistant")["content"], "assistant content")
+	th := obj(t, asst[0], "thinking block")
+	if th["type"] != "thinking" || th["signature"] != rs.EncryptedContent || th["thinking"] != rs.Summary[0].Text {
+		t.Errorf("thinking sent back = %v", th)
+	}
+
+	var raw *http.Response
+	if _, err := e.oa.Responses.New(ctx(t), responses.ResponseNewParams{
+		Model:              openaiUp.model,
+		PreviousResponseID: openai.String(first.ID),
+		Input:              responses.ResponseNewParamsInputUnion{OfString: openai.String("And now?")},
+		Tools:              []responses.ToolUnionParam{responses.ToolParamOfFunction("f", weatherSchema, true)},
+	}, openaioption.WithResponseInto(&raw)); err != nil {
+		t.Fatal(err)
+	}
+	if d := raw.Header.Get("X-Bardo-Degraded"); !strings.Contains(d, "reasoning-dropped") || strings.Contains(d, "strict") {
+		t.Errorf("X-Bardo-Degraded = %q, want reasoning-dropped and strict kept", d)
+	}
+	fn := obj(t, obj(t, arr(t, e.lastUpstream(t, openaiUp)["tools"], "tools")[0], "tool")["function"], "function")
+	if fn["strict"] != true {
+		t.Errorf("strict lost on the way to Chat: %v", fn)
+	}
+}
