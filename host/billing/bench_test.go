@@ -122,3 +122,29 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
 }
+
+// BenchmarkSettledSerial is one paid request at a time (concurrency 1):
+// Open, then Close waiting for a commit of its own. Its p50 is what
+// settlement adds to a lone request's latency.
+func BenchmarkSettledSerial(b *testing.B) {
+	m, _, p := benchMeter(b)
+	ctx := context.Background()
+	a := admission(3000, 1024, sonnet)
+	u := wire.Usage{InputTokens: 2500, OutputTokens: 300, CacheReadTokens: 1000}
+	lat := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		n++
+		t0 := time.Now()
+		c, werr := m.Open(ctx, p, a)
+		if werr != nil {
+			b.Fatal(werr)
+		}
+		c.Tab.Close(&gateway.Settlement{RequestID: "r" + strconv.Itoa(n), Path: gateway.PathUpstream,
+			Upstream: true, Model: sonnet.Model, Usage: &u, Status: 200, Prices: sonnet.Prices, Priced: true})
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	reportPercentiles(b, lat)
+}

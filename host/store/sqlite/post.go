@@ -14,10 +14,10 @@ import (
 // SQLite writer keep up with thousands of paid requests a second: the
 // commit, not the statements, is the expensive part.
 //
-// Each posting is: a replay check on the record's request id (the usage
-// table's unique index), a read of the account's balance and held amount,
-// then, when it charges, a charge entry (reservation 0, the request id) and
-// the account row's update, and the usage record with its daily rollup.
+// Each posting is: the usage record with its daily rollup (its request
+// id's unique index is the replay check), then, when it charges, a charge
+// entry (reservation 0, the request id) and the account row's update; an
+// account's balance is read once a batch.
 // The charge is capped at balance − held, so the store's CHECK constraints
 // can never fail a batch: the meter in front caps against its own view
 // first, and this cap only matters if money moved behind its back (an
@@ -25,27 +25,18 @@ import (
 func (s *Store) Post(ctx context.Context, ps []store.Posting) ([]store.Posted, error) {
 	out := make([]store.Posted, len(ps))
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		// Each account's balance and held amount as this transaction has
+		// left them: read once, then kept up to date by its postings.
+		accts := map[string]*[2]int64{}
 		for i := range ps {
-			if err := s.postOne(ctx, tx, &ps[i].Usage, &out[i]); err != nil {
+			if err := s.postOne(ctx, tx, accts, &ps[i].Usage, &out[i]); err != nil {
 				return err
 			}
 		}
-		// Every posting learns its account's balance after the batch.
-		balances := map[string]int64{}
 		for i := range out {
-			o := &out[i]
-			if o.Err != nil {
-				continue
+			if o := &out[i]; o.Err == nil {
+				o.Balance = accts[o.AccountID][0]
 			}
-			b, ok := balances[o.AccountID]
-			if !ok {
-				var err error
-				if b, _, _, err = s.balance(ctx, tx, o.AccountID); err != nil {
-					return err
-				}
-				balances[o.AccountID] = b
-			}
-			o.Balance = b
 		}
 		return nil
 	})
@@ -57,24 +48,15 @@ func (s *Store) Post(ctx context.Context, ps []store.Posting) ([]store.Posted, e
 
 // postOne applies one posting inside tx. An error returned fails the
 // batch; a problem of this posting alone goes to o.Err, before it wrote
-// anything.
-func (s *Store) postOne(ctx context.Context, tx *sql.Tx, u *store.Usage, o *store.Posted) error {
+// anything. The usage record goes first: its request id's unique index
+// is the replay check, so a fresh posting costs no lookup.
+func (s *Store) postOne(ctx context.Context, tx *sql.Tx, accts map[string]*[2]int64, u *store.Usage, o *store.Posted) error {
 	*o = store.Posted{RequestID: u.RequestID, AccountID: u.AccountID}
 	if u.RequestID == "" || u.AccountID == "" || u.Charge < 0 || u.Shortfall < 0 {
 		o.Err = fmt.Errorf("posting %q of %q charging %d: %w", u.RequestID, u.AccountID, u.Charge, store.ErrInvalidAmount)
 		return nil
 	}
-	var acct string
-	var charged int64
-	err := s.queryRow(ctx, tx, `SELECT account_id, charge FROM usage WHERE request_id = ?`, u.RequestID).Scan(&acct, &charged)
-	if err == nil {
-		o.AccountID, o.Charged, o.Replayed = acct, charged, true
-		return nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return err
-	}
-	bal, held, _, err := s.balance(ctx, tx, u.AccountID)
+	acct, err := s.postingAccount(ctx, tx, accts, u.AccountID)
 	if errors.Is(err, store.ErrNotFound) {
 		o.Err = err
 		return nil
@@ -82,15 +64,49 @@ func (s *Store) postOne(ctx context.Context, tx *sql.Tx, u *store.Usage, o *stor
 	if err != nil {
 		return err
 	}
-	o.Charged = min(u.Charge, max(bal-held, 0))
+	o.Charged = min(u.Charge, max(acct[0]-acct[1], 0))
 	o.Shortfall = u.Charge - o.Charged
 	rec := *u
 	rec.Charge, rec.Shortfall = o.Charged, u.Shortfall+o.Shortfall
+	if err := s.insertUsage(ctx, tx, &rec); errors.Is(err, store.ErrExists) {
+		// A replay: the request has its record (and charge) already.
+		var first string
+		if err := s.queryRow(ctx, tx, `SELECT account_id, charge FROM usage WHERE request_id = ?`, u.RequestID).
+			Scan(&first, &o.Charged); err != nil {
+			return err
+		}
+		o.Shortfall, o.Replayed = 0, true
+		if first != u.AccountID {
+			o.AccountID = first
+			if _, err := s.postingAccount(ctx, tx, accts, first); err != nil {
+				return err
+			}
+		}
+		return nil
+	} else if err != nil {
+		return err
+	}
 	if o.Charged > 0 {
 		if err := s.post(ctx, tx, &store.Entry{AccountID: u.AccountID, Kind: store.EntryCharge, Amount: -o.Charged,
 			RequestID: u.RequestID}); err != nil {
 			return err
 		}
+		acct[0] -= o.Charged
 	}
-	return s.insertUsage(ctx, tx, &rec)
+	return nil
+}
+
+// postingAccount returns the balance and held amount of id as the batch
+// has left them, reading them on first use.
+func (s *Store) postingAccount(ctx context.Context, tx *sql.Tx, accts map[string]*[2]int64, id string) (*[2]int64, error) {
+	if a := accts[id]; a != nil {
+		return a, nil
+	}
+	bal, held, _, err := s.balance(ctx, tx, id)
+	if err != nil {
+		return nil, err
+	}
+	a := &[2]int64{bal, held}
+	accts[id] = a
+	return a, nil
 }
