@@ -170,6 +170,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions":
 		s.openAIChat(w, r, body)
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/responses":
+		s.openAIResponses(w, r, body) // responses.go
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/models":
 		s.openAIModels(w, r)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
