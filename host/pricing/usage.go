@@ -39,8 +39,8 @@ func (a *usageAcc) merge(obj []byte) {
 	if i >= len(obj) || obj[i] != '{' {
 		return // null in an OpenAI chunk without usage
 	}
-	var prompt, cached, written, hit int64
-	var hasPrompt, hasCached, hasWritten, hasHit bool
+	var prompt, cached, written, hit, respCached int64
+	var hasPrompt, hasCached, hasWritten, hasHit, hasRespCached bool
 	jsonscan.EachMember(obj, func(k, v []byte) {
 		n, isInt := tokenCount(v)
 		switch string(k) {
@@ -70,6 +70,13 @@ func (a *usageAcc) merge(obj []byte) {
 			}
 		case "prompt_cache_hit_tokens": // DeepSeek
 			hit, hasHit = n, isInt
+		// OpenAI Responses: input_tokens includes the cached ones
+		case "input_tokens_details":
+			jsonscan.EachMember(v, func(k2, v2 []byte) {
+				if string(k2) == "cached_tokens" {
+					respCached, hasRespCached = tokenCount(v2)
+				}
+			})
 		case "prompt_tokens_details":
 			jsonscan.EachMember(v, func(k2, v2 []byte) {
 				switch string(k2) {
@@ -81,6 +88,11 @@ func (a *usageAcc) merge(obj []byte) {
 			})
 		}
 	})
+	if hasRespCached && !hasPrompt {
+		c := min(respCached, a.u.InputTokens)
+		a.u.InputTokens -= c
+		a.u.CacheReadTokens = c
+	}
 	if !hasPrompt {
 		return
 	}
@@ -157,7 +169,7 @@ func (s *StreamUsage) Event(data []byte) {
 		switch string(k) {
 		case "usage": // OpenAI chunk, Anthropic message_delta
 			s.acc.merge(v)
-		case "message": // Anthropic message_start
+		case "message", "response": // Anthropic message_start; Responses' response.completed
 			jsonscan.EachMember(v, func(k2, v2 []byte) {
 				if string(k2) == "usage" {
 					s.acc.merge(v2)

@@ -45,7 +45,15 @@ type Config struct {
 	// Headers are added to every upstream request (e.g. OpenRouter's
 	// HTTP-Referer and X-Title).
 	Headers map[string]string `json:"headers"`
+	// API is the upstream's dialect: "chat" (Chat Completions, the
+	// default) or "responses" (the Responses API; Path then defaults to
+	// ResponsesPath). A Responses caller's own bytes reach a "responses"
+	// upstream untouched when nothing changed them.
+	API string `json:"api"`
 }
+
+// ResponsesPath is the Responses API's path, relative to base_url.
+const ResponsesPath = "/responses"
 
 // Defaults is the configuration of an upstream that takes
 // "Authorization: Bearer <credential>" on /chat/completions, as OpenAI does.
@@ -61,7 +69,8 @@ var reserved = []string{"content-type", "content-length", "accept", "host", "tra
 // Endpoint is a checked Config, prepared once per instance so that a call
 // costs a copy of a few headers and a string concatenation.
 type Endpoint struct {
-	path string
+	path    string
+	dialect wire.Dialect // of the body and of successful answers
 	// headers are Content-Type, the credential header and the operator's
 	// headers sorted by name (a stable order: identical requests produce
 	// identical upstream calls).
@@ -74,7 +83,17 @@ func (c Config) Endpoint() (Endpoint, error) {
 	if c.Path != "" && (c.Path[0] != '/' || !printable(c.Path) || strings.ContainsAny(c.Path, " #")) {
 		return Endpoint{}, fmt.Errorf("path %q: want a URL path starting with /, without spaces or a fragment", c.Path)
 	}
-	e := Endpoint{path: c.Path, headers: []wire.KV{{Key: "Content-Type", Value: "application/json"}}}
+	e := Endpoint{path: c.Path, dialect: wire.DialectOpenAI, headers: []wire.KV{{Key: "Content-Type", Value: "application/json"}}}
+	switch c.API {
+	case "", "chat":
+	case "responses":
+		e.dialect = wire.DialectResponses
+		if e.path == DefaultPath || e.path == "" {
+			e.path = ResponsesPath
+		}
+	default:
+		return Endpoint{}, fmt.Errorf("api %q: want \"chat\" or \"responses\"", c.API)
+	}
 	if c.AuthHeader != "" {
 		if !token(c.AuthHeader) {
 			return Endpoint{}, fmt.Errorf("auth_header %q: not an HTTP header name", c.AuthHeader)
@@ -145,10 +164,10 @@ func (e *Endpoint) Call(in *wire.EncodeInput, merge []byte) (*wire.UpstreamCall,
 		URL:             base + e.path,
 		Headers:         headers,
 		BodyMode:        wire.BodyNative,
-		BodyDialect:     wire.DialectOpenAI,
+		BodyDialect:     e.dialect,
 		BodyMerge:       merge,
 		Stream:          in.Request.Stream,
-		ResponseDialect: wire.DialectOpenAI,
+		ResponseDialect: e.dialect,
 	}, nil
 }
 
