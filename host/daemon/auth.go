@@ -8,9 +8,11 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/bardoinference/bardo/host/auth"
 	"github.com/bardoinference/bardo/host/auth/admit"
+	"github.com/bardoinference/bardo/host/billing"
 	"github.com/bardoinference/bardo/host/config"
 	"github.com/bardoinference/bardo/host/store/sqlite"
 )
@@ -19,22 +21,56 @@ import (
 // address other machines can reach.
 var ErrOpenNotLoopback = errors.New(`daemon: refusing to serve without API keys on a non-loopback address: set [auth] mode = "keys" (and create a key with bardo keys create), or listen on 127.0.0.1`)
 
-// openKeys opens the [storage] store and returns the admitter that checks
-// every request's bardo_sk_ key against it ([auth] mode = "keys").
-func (d *Daemon) openKeys(ctx context.Context, st config.Storage) (*admit.Keys, error) {
+// openStore opens the [storage] SQLite store once, for everything the
+// daemon keeps in it (keys, the ledger, stored responses): one handle, so
+// one writer pool, per process.
+func (d *Daemon) openStore(ctx context.Context, st config.Storage) (*sqlite.Store, error) {
+	if d.Store != nil {
+		return d.Store, nil
+	}
 	if err := os.MkdirAll(st.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("daemon: [storage] data_dir: %w", err)
-	}
-	secret, err := auth.LoadSecret(st.DataDir)
-	if err != nil {
-		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	s, err := sqlite.Open(ctx, filepath.Join(st.DataDir, sqlite.FileName), sqlite.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	d.closeAll = append(d.closeAll, func() { s.Close() })
-	return &admit.Keys{Auth: auth.New(s, secret, auth.Options{Accounts: s}), Log: d.Log.With("component", "auth")}, nil
+	d.Store = s
+	return s, nil
+}
+
+// openKeys returns the admitter that checks every request's bardo_sk_ key
+// against the store, then meters it: limits, budgets, the reservation, and
+// the tab its settlement closes ([auth] mode = "keys"). It also gives the
+// caller's account endpoints and the admin API their stores.
+func (d *Daemon) openKeys(ctx context.Context, cfg *config.Config) (*admit.Keys, *auth.Authenticator, error) {
+	s, err := d.openStore(ctx, cfg.Storage)
+	if err != nil {
+		return nil, nil, err
+	}
+	secret, err := auth.LoadSecret(cfg.Storage.DataDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("daemon: %w", err)
+	}
+	bc := billing.FromConfig(cfg.Billing, s)
+	bc.Log = d.Log.With("component", "billing")
+	m, err := billing.New(bc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("daemon: %w", err)
+	}
+	// Registered after the store's close, so it runs before it: the
+	// meter commits what is queued while the store is still open.
+	d.closeAll = append(d.closeAll, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := m.Close(ctx); err != nil {
+			d.Log.Error("closing the billing meter", "err", err)
+		}
+	})
+	d.Meter = m
+	a := auth.New(s, secret, auth.Options{Accounts: s})
+	return &admit.Keys{Auth: a, Meter: m, Log: d.Log.With("component", "auth")}, a, nil
 }
 
 // checkOpen is Listen's guard in open mode (no Admitter): only a loopback

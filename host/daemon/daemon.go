@@ -15,6 +15,8 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
+	"github.com/bardoinference/bardo/host/auth"
+	"github.com/bardoinference/bardo/host/billing"
 	"github.com/bardoinference/bardo/host/config"
 	"github.com/bardoinference/bardo/host/eventlog"
 	"github.com/bardoinference/bardo/host/gateway"
@@ -24,6 +26,7 @@ import (
 	"github.com/bardoinference/bardo/host/pipeline"
 	"github.com/bardoinference/bardo/host/sandbox"
 	"github.com/bardoinference/bardo/host/server"
+	"github.com/bardoinference/bardo/host/store/sqlite"
 	"github.com/bardoinference/bardo/host/telemetry"
 	"github.com/bardoinference/bardo/host/upstream"
 	"github.com/bardoinference/bardo/host/vectorindex"
@@ -68,7 +71,12 @@ type Daemon struct {
 	Gateway *gateway.Gateway
 	Server  *server.Server
 	// Live runs the canaries behind /healthz (LivenessChecks).
-	Live     *server.Liveness
+	Live *server.Liveness
+	// Store is the [storage] SQLite store (keys, ledger, usage, stored
+	// responses); nil until something needs it.
+	Store *sqlite.Store
+	// Meter bills admitted callers in keys mode (nil in open mode).
+	Meter    *billing.Meter
 	began    time.Time
 	closeAll []func()
 }
@@ -136,12 +144,14 @@ func New(ctx context.Context, path string, opts Options) (_ *Daemon, err error) 
 	d.closeAll = append(d.closeAll, d.Manager.Close)
 	cfg := d.Manager.Peek().Config
 	d.Vectors.SetMaxEntries(cfg.Models.IndexMaxEntries)
+	var keyAuth *auth.Authenticator
 	if d.Gateway.Admitter == nil && cfg.Auth.Mode == config.AuthKeys {
-		k, err := d.openKeys(ctx, cfg.Storage)
+		k, a, err := d.openKeys(ctx, cfg)
 		if err != nil {
 			return nil, err
 		}
-		d.Gateway.Admitter = k
+		d.Gateway.Admitter, keyAuth = k, a
+		d.Gateway.Accounts = d.Meter
 	}
 	if err := d.openResponses(ctx, cfg.Storage); err != nil {
 		return nil, err
@@ -156,6 +166,10 @@ func New(ctx context.Context, path string, opts Options) (_ *Daemon, err error) 
 	d.Gateway.Timeout = timeout
 	d.Server = server.New(cfg.Server, d.Gateway, d.Metrics, d.Log)
 	d.Server.Admin = &server.Admin{Token: opts.AdminToken, KV: d.KV, Vectors: d.Vectors, Health: d.Health, Events: d.Events}
+	if d.Store != nil && keyAuth != nil {
+		d.Server.Admin.Accounts, d.Server.Admin.KeyAuth = d.Store, keyAuth
+		d.Server.Admin.Live, d.Server.Admin.OnAccountChange = d.Meter, d.Meter.Invalidate
+	}
 	d.Live = server.NewLiveness(LivenessChecks(d), opts.Liveness)
 	d.Server.SetLiveness(d.Live)
 	d.Live.Start()

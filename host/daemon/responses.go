@@ -2,13 +2,9 @@ package daemon
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/bardoinference/bardo/host/config"
-	"github.com/bardoinference/bardo/host/store/sqlite"
 )
 
 // pruneResponsesEvery is how often expired stored responses are deleted.
@@ -18,12 +14,9 @@ const pruneResponsesEvery = time.Hour
 // API's stored responses (store, previous_response_id), so a chain
 // survives a restart, and deletes expired ones hourly.
 func (d *Daemon) openResponses(ctx context.Context, st config.Storage) error {
-	if err := os.MkdirAll(st.DataDir, 0o700); err != nil {
-		return fmt.Errorf("daemon: [storage] data_dir: %w", err)
-	}
-	s, err := sqlite.Open(ctx, filepath.Join(st.DataDir, sqlite.FileName), sqlite.Options{})
+	s, err := d.openStore(ctx, st)
 	if err != nil {
-		return fmt.Errorf("daemon: %w", err)
+		return err
 	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -47,7 +40,6 @@ func (d *Daemon) openResponses(ctx context.Context, st config.Storage) error {
 	d.closeAll = append(d.closeAll, func() {
 		close(stop)
 		<-done
-		s.Close()
 	})
 	d.Gateway.Responses = s
 	return nil
