@@ -1,0 +1,354 @@
+package billingtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bardoinference/bardo/host/auth"
+	"github.com/bardoinference/bardo/host/fakeupstream"
+	"github.com/bardoinference/bardo/host/store"
+	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
+)
+
+// binary builds cmd/bardo once per test binary (incrementally, through
+// the build cache) under its own name, so cmd/bardo's tests, which build
+// build/test-bardo, never race this build.
+var binary = sync.OnceValues(func() (string, error) {
+	root, err := wasmbuild.Root()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(root, "build", "test-bardo-billing")
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/bardo")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%v\n%s", err, b)
+	}
+	return out, nil
+})
+
+// process is a running bardo binary.
+type process struct {
+	cmd  *exec.Cmd
+	url  string
+	log  *lockedBuffer
+	done chan struct{}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// processDir writes a config directory for the binary: the priced
+// providers in front of fake, keys mode over dataDir, the provider
+// plugins linked in.
+func processDir(tb testing.TB, fakeURL, dataDir string) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	pdir := filepath.Join(dir, "plugins")
+	if err := os.MkdirAll(pdir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	for name, pkg := range map[string]string{
+		"openai-compatible.wasm": "plugins/providers/openai-compatible",
+		"anthropic.wasm":         "plugins/providers/anthropic",
+	} {
+		if err := os.Symlink(wasmbuild.MustBuild(tb, pkg), filepath.Join(pdir, name)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	root, _ := wasmbuild.Root()
+	cfg := "[server]\nplugin_dir = \"plugins\"\ncache_dir = \"" + filepath.Join(root, "build", "testcache-billing") + "\"\nlog_level = \"warn\"\n" +
+		providersTOML(fakeURL) + keysTOML(dataDir)
+	if err := os.WriteFile(filepath.Join(dir, "pipeline.toml"), []byte(cfg), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return dir
+}
+
+// startProcess runs the binary in dir and waits until it answers key's
+// request for /v1/models; tb's cleanup kills it if it still runs.
+func startProcess(tb testing.TB, dir, key string) *process {
+	tb.Helper()
+	bin, err := binary()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	p := &process{url: "http://" + addr, log: &lockedBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(bin, "serve")
+	p.cmd.Dir = dir
+	p.cmd.Env = append(os.Environ(), "BARDO_LISTEN="+addr, "UP_KEY="+upKey,
+		"OPENAI_API_KEY=", "OPENROUTER_API_KEY=", "ANTHROPIC_API_KEY=", "GEMINI_API_KEY=", "BARDO_KEY_SECRET=")
+	p.cmd.Stderr = p.log
+	if err := p.cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	go func() {
+		p.cmd.Wait()
+		close(p.done)
+	}()
+	tb.Cleanup(func() { p.kill() })
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.done:
+			tb.Fatalf("the gateway exited at start:\n%s", p.log.String())
+		default:
+		}
+		req, _ := http.NewRequest("GET", p.url+"/v1/models", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return p
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tb.Fatalf("the gateway did not answer:\n%s", p.log.String())
+	return nil
+}
+
+// getJSON GETs url with key and decodes its JSON answer into v.
+func getJSON(tb testing.TB, url, key string, v any) {
+	tb.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		tb.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		tb.Fatalf("GET %s: %v: %s", url, err, b)
+	}
+}
+
+// kill sends SIGKILL — no deferred code, no clean close — and waits.
+func (p *process) kill() {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (p *process) stop(tb testing.TB) {
+	tb.Helper()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(45 * time.Second):
+		p.kill()
+		tb.Errorf("the gateway did not stop on SIGTERM:\n%s", p.log.String())
+	}
+}
+
+// The gateway process is killed with SIGKILL during paid streaming load,
+// then restarted on the same data directory:
+//   - every stream whose trailer the client received has exactly one usage
+//     record, with the charge the trailer showed (Tab.Close waits for the
+//     commit, so a figure a caller saw is durable);
+//   - no request has two records; no record is lost or doubled by the
+//     restart;
+//   - the ledger audits, never went below zero, and the balance is the
+//     top-ups less the charges, to the micro-dollar;
+//   - the restarted gateway serves paid requests on the same balance.
+func TestKill9DuringPaidStreams(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the bardo binary")
+	}
+	const clients = 16
+	// Streams of ~40 frames 4 ms apart: many are mid-stream at the kill.
+	fake := fakeupstream.New(fakeupstream.WithAPIKey(upKey), fakeupstream.WithDefaultBehaviour(fakeupstream.Behaviour{
+		Text: strings.Repeat("settled exactly once ", 40), ChunkDelay: 4 * time.Millisecond}))
+	t.Cleanup(fake.Close)
+	dataDir := t.TempDir()
+	d := openData(t, dataDir)
+	const topUp = 50 * store.MicroUSD
+	acct := d.newAccount(t, "acct_crash", store.TierPro, topUp, auth.KeySpec{RateLimit: 100_000})
+	dir := processDir(t, fake.URL(), dataDir)
+	p := startProcess(t, dir, acct.key)
+
+	var (
+		mu       sync.Mutex
+		answers  []answer
+		trailers int
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := httpClient(clients)
+	var wg sync.WaitGroup
+	for w := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ctx.Err() == nil && i < 2000; i++ {
+				c := call{dialect: dialect(w % 2), stream: true, maxTokens: 400, prompt: fmt.Sprintf("worker %d request %d", w, i)}
+				c.model = "gpt-4o-mini"
+				if c.dialect == anthropicD {
+					c.model = "claude-haiku-4-5"
+				}
+				a := send(ctx, client, p.url, acct.key, c)
+				mu.Lock()
+				answers = append(answers, a)
+				if a.hasTrailer {
+					trailers++
+				}
+				mu.Unlock()
+				if a.err != nil && ctx.Err() == nil {
+					select {
+					case <-p.done: // killed: stop sending
+						return
+					default:
+					}
+				}
+			}
+		}()
+	}
+	// Kill once enough streams have been settled and shown, or after 20 s.
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		n := trailers
+		mu.Unlock()
+		if n >= 150 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.kill()
+	wg.Wait()
+	cancel()
+	client.CloseIdleConnections()
+
+	shown, broken := 0, 0
+	for _, a := range answers {
+		if a.hasTrailer {
+			shown++
+		}
+		if a.status == 200 && !a.ended {
+			broken++ // the kill cut it mid-stream
+		}
+	}
+	t.Logf("%d streams before the kill: %d showed their figures, %d broken by it", len(answers), shown, broken)
+	if shown == 0 || broken == 0 {
+		t.Fatalf("the kill did not land mid-load: %d trailers, %d broken streams", shown, broken)
+	}
+
+	// Restart on the same data directory; it serves the same balance.
+	p2 := startProcess(t, dir, acct.key)
+	after := []answer{}
+	for i := range 4 {
+		c := call{dialect: dialect(i % 2), stream: i >= 2, maxTokens: 400, prompt: fmt.Sprintf("after the restart %d", i)}
+		c.model = "gpt-4o-mini"
+		if c.dialect == anthropicD {
+			c.model = "claude-haiku-4-5"
+		}
+		a := send(context.Background(), httpClient(1), p2.url, acct.key, c)
+		if a.status != 200 || a.err != nil {
+			t.Fatalf("after the restart: %d %v %.300s\n%s", a.status, a.err, a.body, p2.log.String())
+		}
+		after = append(after, a)
+	}
+	// The caller's own view agrees with the ledger, and nothing is held:
+	// the killed process's holds died with it.
+	var bal struct {
+		Balance int64  `json:"balance_micros"`
+		Held    int64  `json:"held_micros"`
+		Today   *int64 `json:"spent_today_micros"` // null when the gateway cannot sum a day
+	}
+	getJSON(t, p2.url+"/v1/balance", acct.key, &bal)
+	row, err := d.st.Account(context.Background(), acct.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bal.Balance != row.Balance || bal.Held != 0 {
+		t.Errorf("/v1/balance: balance %d held %d; the ledger: balance %d", bal.Balance, bal.Held, row.Balance)
+	}
+	switch {
+	case bal.Today == nil:
+		// The meter, the gateway's AccountReader, cannot sum a day
+		// (reported to the lead: issue 12 wants the spend today here).
+		t.Logf("/v1/balance: spent_today is null")
+	case *bal.Today != topUp-row.Balance:
+		t.Errorf("/v1/balance: spent today %d, the ledger's charges %d", *bal.Today, topUp-row.Balance)
+	}
+	p2.stop(t)
+
+	// The ledger and the records, read back from the store.
+	recs := d.usage(t, acct.id)
+	l := d.ledger(t, acct.id)
+	if l.topUps != topUp || l.balance != l.topUps-l.charges {
+		t.Errorf("balance %d ≠ top-ups %d − charges %d", l.balance, l.topUps, l.charges)
+	}
+	var recorded int64
+	for id, rs := range recs {
+		if len(rs) != 1 {
+			t.Errorf("request %s has %d usage records", id, len(rs))
+		}
+		for _, u := range rs {
+			recorded += u.Charge
+		}
+	}
+	if recorded != l.charges {
+		t.Errorf("the usage records charge %d, the ledger %d", recorded, l.charges)
+	}
+	lost := 0
+	for _, a := range append(answers, after...) {
+		if !a.hasTrailer {
+			continue
+		}
+		rs := recs[a.id]
+		if len(rs) != 1 {
+			lost++
+			t.Errorf("stream %s showed cost %s but has %d usage records", a.id, a.trailer.Cost, len(rs))
+			continue
+		}
+		if a.trailer.Cost != fmtUSD(rs[0].Charge) {
+			t.Errorf("stream %s showed cost %s, its record charged %s", a.id, a.trailer.Cost, fmtUSD(rs[0].Charge))
+		}
+	}
+	// Records of streams the client never saw end: settled by the engine
+	// when the upstream finished before the kill; none may be doubled.
+	unseen := len(recs) - shown - len(after)
+	t.Logf("records %d (%d of streams the kill cut after their settlement), lost %d; balance %s = %s − %s",
+		len(recs), unseen, lost, fmtUSD(l.balance), fmtUSD(l.topUps), fmtUSD(l.charges))
+	if unseen < 0 {
+		t.Errorf("fewer records (%d) than streams that showed their figures (%d)", len(recs), shown+len(after))
+	}
+}
