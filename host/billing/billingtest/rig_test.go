@@ -96,15 +96,6 @@ func keysTOML(dataDir string) string {
 	return "\n[auth]\nmode = \"keys\"\n\n[storage]\ndata_dir = \"" + dataDir + "\"\n"
 }
 
-// usd is a USD amount as the CLI and the headers write it, in micro-USD.
-func usd(s string) int64 {
-	m, err := pricing.ParseUSD(s)
-	if err != nil {
-		panic(err)
-	}
-	return int64(m)
-}
-
 // fmtUSD writes micro-USD as the headers do ("0.021563", "-0.002813").
 func fmtUSD(m int64) string { return pricing.Micros(m).String() }
 
