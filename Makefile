@@ -59,6 +59,7 @@ sdk-test-deps:
 # registry serves (opencode-ai names twelve), which npm ci calls out of sync.
 agent-test-deps:
 	npm install --prefix tools/agents --no-audit --no-fund
+	npm install --prefix tools/codex --no-audit --no-fund
 
 test-go: sdk-test-deps agent-test-deps
 	$(GO) test -count=1 ./...

@@ -548,9 +548,10 @@ func carryExtra(from, to wire.Dialect, extra []byte) (carried []byte, honoured [
 		for _, n := range []string{"parallel_tool_calls", "prompt_cache_key", "safety_identifier", "service_tier", "user"} {
 			keep(n)
 		}
-		// The caller's metadata, include and truncation shape what the
-		// gateway keeps and answers, not the generation.
-		served("metadata", "include", "truncation", "store")
+		// The caller's metadata, include, truncation and client_metadata
+		// (Codex's telemetry ids) shape what the gateway keeps and
+		// answers, not the generation.
+		served("metadata", "include", "truncation", "store", "client_metadata")
 		if v, ok := members["text"]; ok {
 			var text struct {
 				Format    json.RawMessage `json:"format"`
@@ -602,7 +603,7 @@ func carryExtra(from, to wire.Dialect, extra []byte) (carried []byte, honoured [
 	case from == wire.DialectResponses:
 		// Anthropic: the structured output is translated (translate.go);
 		// these are the gateway's own.
-		served("metadata", "include", "truncation", "store")
+		served("metadata", "include", "truncation", "store", "client_metadata")
 		return nil, honoured
 	default:
 		return nil, nil

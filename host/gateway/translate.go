@@ -41,6 +41,7 @@ import (
 	"strconv"
 
 	"github.com/bardoinference/bardo/host/dialect/anthropic"
+	"github.com/bardoinference/bardo/host/dialect/responses"
 	"github.com/bardoinference/bardo/host/pipeline"
 	"github.com/bardoinference/bardo/sdk/jsonscan"
 	"github.com/bardoinference/bardo/sdk/wire"
@@ -57,7 +58,7 @@ const structuredToolDefault = "json_response"
 // translation took care of (not to be reported as dropped).
 func translateRequest(x *pipeline.Exchange, req *wire.Request, up wire.Dialect) (out *wire.Request, honoured, dropped []string) {
 	out = req
-	if cp, names := withoutNestedExtras(req, up, sharedToolMembers(x.Meta.Dialect, up)); cp != nil {
+	if cp, names := withoutNestedExtras(req, x.Meta.Dialect, up); cp != nil {
 		out, dropped = cp, names
 	}
 	if x.Meta.Dialect == wire.DialectResponses && up == wire.DialectOpenAI && hasSignedThinking(out) {
@@ -111,9 +112,11 @@ func translateRequest(x *pipeline.Exchange, req *wire.Request, up wire.Dialect) 
 // nothing to drop. req is left as it is: a failover may encode it for an
 // upstream of the caller's own dialect.
 //
-// shared names the tool members both dialects define alike (a function's
-// "strict" in the two OpenAI dialects), which are kept.
-func withoutNestedExtras(req *wire.Request, up wire.Dialect, shared []string) (*wire.Request, []string) {
+// The tool members both dialects define alike (a function's "strict" in
+// the two OpenAI dialects) are kept; a Responses caller's hosted tools
+// (web_search, …) are dropped and named, like Anthropic server tools.
+func withoutNestedExtras(req *wire.Request, from, up wire.Dialect) (*wire.Request, []string) {
+	shared := sharedToolMembers(from, up)
 	seen := map[string]bool{}
 	var names []string
 	note := func(where string, extra []byte) {
@@ -167,7 +170,7 @@ func withoutNestedExtras(req *wire.Request, up wire.Dialect, shared []string) (*
 		t := req.Tools[i]
 		if t.Extra != nil {
 			changed = true
-			if up != wire.DialectAnthropic && anthropic.ServerTool(&t) {
+			if (up != wire.DialectAnthropic && anthropic.ServerTool(&t)) || (from == wire.DialectResponses && responses.HostedTool(&t)) {
 				n := "tools[" + cmpOr(t.Name, "server") + "]"
 				if !seen[n] {
 					seen[n] = true

@@ -123,8 +123,14 @@ for (const up of upstreams) {
     });
 
     test('errors', async () => {
+      // A hosted tool the model may use is dropped (and named); forcing
+      // one cannot be served without an upstream that runs it.
+      const { response } = await openai.responses
+        .create({ model: up.model, input: 'search', tools: [{ type: 'web_search' }], store: false })
+        .withResponse();
+      assert.match(response.headers.get('x-bardo-degraded'), /tools\[web_search\]/);
       await assert.rejects(
-        openai.responses.create({ model: up.model, input: 'search', tools: [{ type: 'web_search' }] }),
+        openai.responses.create({ model: up.model, input: 'search', tools: [{ type: 'web_search' }], tool_choice: { type: 'web_search' } }),
         (err) => err.status === 400 && /web_search/.test(err.message),
       );
       await assert.rejects(

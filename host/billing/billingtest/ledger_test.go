@@ -200,3 +200,66 @@ func checkDialectError(t *testing.T, what string, d dialect, a answer, typ strin
 		}
 	}
 }
+
+// An upstream that reports far more usage than any estimate allowed for
+// (here 5M cache-read tokens, ~$1.73 on Sonnet, against a $0.05 balance),
+// eight requests at once: each is charged at most what the account still
+// had when it closed, the rest is a shortfall on its record, the balance
+// ends at zero and never below, and the shown cost is the charged one.
+func TestOverrunNeverNegative(t *testing.T) {
+	fake := fakeupstream.New(fakeupstream.WithAPIKey(upKey), fakeupstream.WithDefaultBehaviour(fakeupstream.Behaviour{
+		CacheRead: 5_000_000, Latency: 50 * time.Millisecond}))
+	t.Cleanup(fake.Close)
+	const topUp = 50_000
+	var acct account
+	gw, d := inProcess(t, fake, "", func(d *data) {
+		acct = d.newAccount(t, "acct_overrun", store.TierPro, topUp, auth.KeySpec{})
+	})
+	client := httpClient(8)
+	answers := make([]answer, 8)
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i] = send(context.Background(), client, gw.URL, acct.key, call{dialect: dialect(i % 2), stream: i >= 4,
+				model: "claude-sonnet-4-5", maxTokens: 64, prompt: fmt.Sprintf("overrun %d", i)})
+		}()
+	}
+	wg.Wait()
+	l := d.ledger(t, acct.id)
+	recs := d.usage(t, acct.id)
+	var shortfall int64
+	served := 0
+	for _, a := range answers {
+		if a.status != 200 {
+			checkDialectError(t, "overrun", anthropicD, a, "") // refused: the balance is held or gone
+			if a.status != 402 {
+				t.Errorf("%s: status %d", a.id, a.status)
+			}
+			continue
+		}
+		served++
+		rs := recs[a.id]
+		if len(rs) != 1 {
+			t.Errorf("%s: %d records", a.id, len(rs))
+			continue
+		}
+		u := rs[0]
+		checkFigures(t, "overrun", a, u)
+		if u.CacheReadTokens != 5_000_000 {
+			t.Errorf("%s: cache read %d", a.id, u.CacheReadTokens)
+		}
+		// Pro's spread on the provider cost, rounded up once, is what was
+		// due; what the balance could not pay is the record's shortfall.
+		due := (u.Cost*115 + 99) / 100
+		if u.Charge+u.Shortfall != due {
+			t.Errorf("%s: charged %d + shortfall %d, due %d (cost %d)", a.id, u.Charge, u.Shortfall, due, u.Cost)
+		}
+		shortfall += u.Shortfall
+	}
+	if served == 0 || l.balance != 0 || l.charges != topUp {
+		t.Errorf("%d served: balance %d, charged %d of %d", served, l.balance, l.charges, topUp)
+	}
+	t.Logf("%d served, charged %s, %s unpaid (shortfall)", served, fmtUSD(l.charges), fmtUSD(shortfall))
+}

@@ -48,9 +48,9 @@ const RoleDeveloper = "developer"
 // stands for a redacted thinking block; the rest is its opaque data.
 const RedactedPrefix = "redacted_thinking:"
 
-// ErrBuiltinTool is wrapped by the error for a request offering a built-in
-// (hosted) tool: only an upstream that runs the Responses API itself could
-// serve one.
+// ErrBuiltinTool names, in the error for a request that forces a hosted
+// tool, why it cannot be served: only an upstream that runs the Responses
+// API itself could.
 var ErrBuiltinTool = errors.New("built-in tool")
 
 var rq = dec.Request
@@ -501,7 +501,7 @@ func decodeReasoning(req *wire.Request, it *item, raw []byte) error {
 }
 
 // decodeTool reads one tool: function tools become canonical tools; any
-// other type is a built-in tool the gateway cannot run.
+// other type is a hosted tool, kept whole (HostedTool).
 func decodeTool(raw []byte) (wire.Tool, bool, error) {
 	if err := rq.Object("", raw); err != nil {
 		return wire.Tool{}, false, err
@@ -536,8 +536,14 @@ func decodeTool(raw []byte) (wire.Tool, bool, error) {
 		if typ == "" {
 			return wire.Tool{}, false, rq.Errf("type", "is required")
 		}
-		return wire.Tool{}, false, &dialect.FormatError{Kind: dialect.ErrInvalidRequest, Field: "type",
-			Msg: "tools of type " + typ + " (" + ErrBuiltinTool.Error() + ") are not supported by this gateway: only function tools"}
+		// A hosted tool (web_search, file_search, a namespace of tools,
+		// …) is kept whole in Extra, named by its name or type: a
+		// Responses upstream gets it back as sent, the gateway drops it
+		// (named in X-Bardo-Degraded) for the other dialects.
+		if t.Name == "" {
+			t.Name = typ
+		}
+		return wire.Tool{Name: t.Name, Extra: bytes.Clone(raw)}, true, nil
 	}
 	if t.Name == "" {
 		return wire.Tool{}, false, rq.Errf("name", "is required")
@@ -578,7 +584,8 @@ func decodeToolChoice(val []byte) ([]byte, error) {
 			out := append([]byte(`{"type":"tool","name":`), jsonx.AppendString(nil, name)...)
 			return append(out, '}'), nil
 		}
-		return nil, rq.Errf("tool_choice", "only {\"type\":\"function\",\"name\":…} is supported as an object")
+		return nil, &dialect.FormatError{Kind: dialect.ErrInvalidRequest, Field: "tool_choice",
+			Msg: "only {\"type\":\"function\",\"name\":…} can be forced: a forced " + typ + " (" + ErrBuiltinTool.Error() + ") needs an upstream that runs it"}
 	}
 	return nil, rq.Errf("tool_choice", "must be a string or an object")
 }
@@ -605,4 +612,22 @@ func dataToArguments(data []byte) string {
 		}
 	}
 	return string(data)
+}
+
+// HostedTool reports whether t is a Responses API hosted tool (web_search,
+// file_search, computer use, MCP, a namespace, a custom tool, …): one whose
+// Extra is the whole tool object, with a type other than "function". Only
+// a Responses upstream can take it.
+func HostedTool(t *wire.Tool) bool {
+	if len(t.Schema) > 0 || len(t.Extra) == 0 {
+		return false
+	}
+	typ := ""
+	_ = jsonx.ObjectEach(t.Extra, func(k, v []byte) error {
+		if jsonx.KeyIs(k, "type") {
+			typ, _ = jsonx.Unquote(v)
+		}
+		return nil
+	})
+	return typ != "" && typ != "function"
 }

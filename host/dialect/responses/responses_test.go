@@ -94,7 +94,7 @@ func TestDecodeRequestErrors(t *testing.T) {
 		{`{"input":"hi"}`, "model: is required"},
 		{`{"model":"m"}`, "input: is required"},
 		{`{"model":"m","input":5}`, "input: must be a string or an array"},
-		{`{"model":"m","input":"hi","tools":[{"type":"web_search"}]}`, "tools[0].type: tools of type web_search"},
+		{`{"model":"m","input":"hi","tools":[{"type":"web_search"}],"tool_choice":{"type":"web_search"}}`, "tool_choice: only"},
 		{`{"model":"m","input":[{"type":"item_reference","id":"x"}]}`, "input[0].type: item_reference is not supported"},
 		{`{"model":"m","input":[{"role":"robot","content":"x"}]}`, "input[0].role"},
 		{`{"model":"m","input":[{"type":"function_call","name":"f","arguments":"{}"}]}`, "input[0].call_id: is required"},
@@ -327,5 +327,26 @@ func TestEncodeRequestRoundTrip(t *testing.T) {
 	b, _ := json.Marshal(req2)
 	if !bytes.Equal(a, b) {
 		t.Errorf("round trip changed the request:\n%s\n%s\nencoded %s", a, b, out)
+	}
+}
+
+// TestHostedTools: hosted tools (Codex sends web_search and a namespace of
+// function tools) are kept whole and written back for a Responses upstream.
+func TestHostedTools(t *testing.T) {
+	body := `{"model":"m","input":"hi","tools":[{"type":"function","name":"f","parameters":{"type":"object"}},{"type":"web_search","external_web_access":false},{"type":"namespace","name":"ns","tools":[{"type":"function","name":"g"}]}]}`
+	req, err := DecodeRequest([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(req.Tools) != 3 || HostedTool(&req.Tools[0]) || !HostedTool(&req.Tools[1]) || !HostedTool(&req.Tools[2]) ||
+		req.Tools[1].Name != "web_search" || req.Tools[2].Name != "ns" {
+		t.Fatalf("tools %+v", req.Tools)
+	}
+	out, err := EncodeRequest(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(out, []byte(`{"type":"web_search","external_web_access":false}`)) || !bytes.Contains(out, []byte(`{"type":"namespace","name":"ns","tools":[{"type":"function","name":"g"}]}`)) {
+		t.Errorf("hosted tools not written back: %s", out)
 	}
 }

@@ -123,6 +123,10 @@ func EncodeRequest(req *wire.Request) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
+			if HostedTool(t) {
+				b = jsonx.AppendCompact(b, t.Extra)
+				continue
+			}
 			b = append(b, `{"type":"function","name":`...)
 			b = jsonx.AppendString(b, t.Name)
 			if t.Description != "" {

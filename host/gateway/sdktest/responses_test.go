@@ -449,15 +449,37 @@ func TestResponsesClientStructured(t *testing.T) {
 // unknown path's 404 too.
 func TestResponsesClientErrors(t *testing.T) {
 	e := newResponsesEnv(t, nil)
+	// A hosted tool the model may use (Codex always offers web_search) is
+	// dropped for a Chat or Anthropic upstream, and named; forcing one
+	// cannot be served.
+	webSearch := responses.ToolUnionParam{OfWebSearch: &responses.WebSearchToolParam{Type: responses.WebSearchToolTypeWebSearch}}
+	for _, u := range upstreams {
+		var raw *http.Response
+		_, err := e.oa.Responses.New(ctx(t), responses.ResponseNewParams{
+			Model: u.model,
+			Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("search the web")},
+			Tools: []responses.ToolUnionParam{webSearch, weatherToolResp()},
+		}, openaioption.WithResponseInto(&raw))
+		if err != nil {
+			t.Fatalf("%s: hosted tool offered: %v", u.name, err)
+		}
+		if d := raw.Header.Get("X-Bardo-Degraded"); !strings.Contains(d, "tools[web_search]") {
+			t.Errorf("%s: X-Bardo-Degraded = %q, want the dropped web_search named", u.name, d)
+		}
+		if b, _ := json.Marshal(e.lastUpstream(t, u)["tools"]); strings.Contains(string(b), "web_search") || !strings.Contains(string(b), "get_weather") {
+			t.Errorf("%s: upstream tools %s", u.name, b)
+		}
+	}
 	var raw *http.Response
 	_, err := e.oa.Responses.New(ctx(t), responses.ResponseNewParams{
-		Model: openaiUp.model,
-		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("search the web")},
-		Tools: []responses.ToolUnionParam{{OfWebSearch: &responses.WebSearchToolParam{Type: responses.WebSearchToolTypeWebSearch}}},
+		Model:      openaiUp.model,
+		Input:      responses.ResponseNewParamsInputUnion{OfString: openai.String("search the web")},
+		Tools:      []responses.ToolUnionParam{webSearch},
+		ToolChoice: responses.ResponseNewParamsToolChoiceUnion{OfHostedTool: &responses.ToolChoiceTypesParam{Type: responses.ToolChoiceTypesTypeWebSearchPreview}},
 	}, openaioption.WithResponseInto(&raw))
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, "web_search") {
-		t.Errorf("built-in tool: %v", err)
+		t.Errorf("forced hosted tool: %v", err)
 	}
 	if raw == nil || raw.Header.Get("X-Bardo-Request-Id") == "" {
 		t.Error("the 400 has no X-Bardo-Request-Id")
