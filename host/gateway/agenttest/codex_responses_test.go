@@ -30,8 +30,8 @@ wire_api = "responses"
 		}
 		return []string{"CODEX_HOME=" + cfgDir, "BARDO_API_KEY=" + clientKey}
 	},
-	args:      codex.args,
-	answer:    codex.answer,
+	args:   codex.args,
+	answer: codex.answer,
 	// Current Codex runs commands with exec_command {"cmd": "…"}; the
 	// space is escaped so the magic phrase stays one word.
 	readFile: func(path string) string {
