@@ -294,6 +294,17 @@ type answer struct {
 	trailerBefore bool // the trailer came before the terminal event
 }
 
+// shown reports whether the caller saw what it was charged: a stream's
+// trailer, or a JSON answer's X-Bardo-Cost (its headers arrived, even if
+// its body was then cut).
+func (a answer) shown() bool {
+	return a.hasTrailer || a.status == 200 && !isStream(a.header) && a.header.Get("X-Bardo-Cost") != ""
+}
+
+func isStream(h http.Header) bool {
+	return strings.HasPrefix(h.Get("Content-Type"), "text/event-stream")
+}
+
 // cost returns the figures the caller was shown: the headers of a JSON
 // answer, the trailer of a stream.
 func (a answer) cost() (cost, savings, balance string) {
