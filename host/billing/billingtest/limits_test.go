@@ -223,3 +223,65 @@ func TestHourlyAllowance(t *testing.T) {
 	}
 	t.Fatal("the allowance never ran out")
 }
+
+// 64 concurrent requests against a key's daily budget, twice: holds count
+// against the budget while requests run, so concurrency cannot overspend
+// it — some are served by the model asked, some downgraded to its cheaper
+// sibling once the dearer one no longer fits, the rest refused with 429
+// and a Retry-After; the key's charges never pass the budget.
+func TestBudgetUnderConcurrency(t *testing.T) {
+	long := strings.Repeat("Budgets hold under load. ", 80) // ~500 tokens
+	fake := fakeupstream.New(fakeupstream.WithAPIKey(upKey),
+		fakeupstream.WithDefaultBehaviour(fakeupstream.Behaviour{Text: long, Latency: 100 * time.Millisecond}))
+	t.Cleanup(fake.Close)
+	const budget = 30_000 // about five gpt-4o answers
+	var acct account
+	gw, d := inProcess(t, fake, "", func(d *data) {
+		acct = d.newAccount(t, "acct_budget_load", store.TierPro, 10*store.MicroUSD, auth.KeySpec{RateLimit: 100_000})
+		if err := d.st.SetBudget(context.Background(), store.SpendBudget{
+			Scope: store.ScopeKey, Subject: acct.keyID, Period: store.PeriodDay, Limit: budget}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	client := httpClient(64)
+	byModel := map[string]int{}
+	refused := 0
+	for round := range 2 {
+		answers := make([]answer, 64)
+		var wg sync.WaitGroup
+		for i := range answers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				answers[i] = send(context.Background(), client, gw.URL, acct.key, call{dialect: dialect(i % 2), stream: i%4 >= 2,
+					model: "gpt-4o", maxTokens: 500, prompt: fmt.Sprintf("budget round %d request %d", round, i)})
+			}()
+		}
+		wg.Wait()
+		for _, a := range answers {
+			switch a.status {
+			case 200:
+				byModel[a.header.Get("X-Bardo-Model")]++
+			case 429:
+				refused++
+				if ra, err := strconv.Atoi(a.header.Get("Retry-After")); err != nil || ra < 1 {
+					t.Errorf("%s: Retry-After %q", a.id, a.header.Get("Retry-After"))
+				}
+			default:
+				t.Errorf("%s: %d %.200s", a.id, a.status, a.body)
+			}
+		}
+	}
+	l := d.ledger(t, acct.id)
+	t.Logf("served %v, refused %d; charged %s of a %s budget", byModel, refused, fmtUSD(l.charges), fmtUSD(budget))
+	if l.charges > budget {
+		t.Errorf("the key spent %s of a %s budget", fmtUSD(l.charges), fmtUSD(budget))
+	}
+	if byModel["gpt-4o"] == 0 || refused == 0 {
+		t.Errorf("want requests served and refused: %v, %d refused", byModel, refused)
+	}
+	recs := d.usage(t, acct.id)
+	if len(recs) != 128 {
+		t.Errorf("%d usage records for 128 requests", len(recs))
+	}
+}
