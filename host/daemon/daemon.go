@@ -111,7 +111,8 @@ func New(ctx context.Context, path string, opts Options) (_ *Daemon, err error) 
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	d.Events = eventlog.New(0, d.Log.With("component", "events"))
-	d.Gateway = &gateway.Gateway{Log: d.Log, Heartbeat: opts.Heartbeat, Health: d.Health, Events: d.Events, Admitter: opts.Admitter}
+	d.Gateway = &gateway.Gateway{Log: d.Log, Heartbeat: opts.Heartbeat, Health: d.Health, Events: d.Events, Admitter: opts.Admitter,
+		Embedder: d.Models}
 	d.Gateway.SetObserver(settlementMetrics{d.Metrics})
 	if d.Gateway.Payer, err = payer(opts); err != nil {
 		return nil, err

@@ -84,6 +84,9 @@ type Gateway struct {
 	Responses store.ResponseStore
 	// ResponsesTTL is how long a stored response is kept (default 30 days).
 	ResponsesTTL time.Duration
+	// Embedder serves POST /v1/embeddings with the local [[model]]
+	// embedders (embeddings.go); nil: the endpoint has no models.
+	Embedder Embedder
 	// Accounts serves a caller's GET /v1/balance, /v1/usage and
 	// /v1/usage/daily (balance.go); nil: those answer 404.
 	Accounts AccountReader
@@ -124,6 +127,8 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) bool {
 		g.usageDaily(ctx)
 	case "/v1/responses":
 		g.responsesPost(ctx, method)
+	case "/v1/embeddings":
+		g.embeddings(ctx, method)
 	default:
 		if strings.HasPrefix(path, "/v1/responses/") {
 			g.responseByID(ctx, method, path)
