@@ -173,19 +173,38 @@ func (p *paid) checkLedger(tb testing.TB, answered int) {
 // both dialects, no layer; every answer shows its cost, and afterwards the
 // ledger has lost no update (one record per answer, balances = top-ups −
 // charges, audits clean).
+//
+// Then the same through the shipped layers with 30 % repeated prompts:
+// cache hits (replayed streams included) show their cost too — charged
+// nothing — and are recorded like every other answer.
 func TestPaidUnderLoad(t *testing.T) {
 	fake := fakeupstream.New(fakeupstream.WithAPIKey(testgateway.FakeUpstreamKey))
 	t.Cleanup(fake.Close)
-	p := startPaid(t, fake.URL(), "", 4)
-	res := loadtest.Run(context.Background(), p.g.URL, loadtest.Mix{
-		Clients: 64, Duration: envDuration(t, "BARDO_LOAD_PAID_DURATION", 4*time.Second), StreamShare: 0.5,
-		Keys: p.keys, Seed: uint64(time.Now().UnixNano()),
-	})
-	t.Log(res)
-	if res.Errors+res.Wrong > 0 || res.Paid != res.OK || res.OK == 0 {
-		t.Fatalf("%s; failures: %q", res, res.Failures)
+	for _, c := range []struct {
+		name   string
+		layers string
+		repeat float64
+		dur    time.Duration
+	}{
+		{"layers=none", "", 0, 4 * time.Second},
+		{"layers=shipped", testgateway.ShippedLayers(t), 0.3, 3 * time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := startPaid(t, fake.URL(), c.layers, 4)
+			res := loadtest.Run(context.Background(), p.g.URL, loadtest.Mix{
+				Clients: 64, Duration: envDuration(t, "BARDO_LOAD_PAID_DURATION", c.dur), StreamShare: 0.5,
+				RepeatShare: c.repeat, Keys: p.keys, Seed: uint64(time.Now().UnixNano()),
+			})
+			t.Log(res)
+			if res.Errors+res.Wrong > 0 || res.Paid != res.OK || res.OK == 0 {
+				t.Fatalf("%s; failures: %q", res, res.Failures)
+			}
+			if c.repeat > 0 && res.Cache["hash-hit"]+res.Cache["semantic-hit"] == 0 {
+				t.Errorf("no cache hit: %v", res.Cache)
+			}
+			p.checkLedger(t, res.OK)
+		})
 	}
-	p.checkLedger(t, res.OK)
 }
 
 // BenchmarkPaidThroughput: requests per second with keys (admission,
