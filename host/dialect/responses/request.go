@@ -171,9 +171,9 @@ func decodeInput(req *wire.Request, val []byte) error {
 
 // item is the members of one input item the codec reads.
 type item struct {
-	typ, role, id, callID, name, status string
-	content, arguments, output          []byte
-	summary, encrypted                  []byte
+	typ, role, id, callID, name string
+	content, arguments, output  []byte
+	summary, encrypted          []byte
 }
 
 func decodeItem(req *wire.Request, raw []byte) error {
