@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -103,6 +104,17 @@ func TestInternalCompletionCharged(t *testing.T) {
 	}
 	if u.Cost != cost || u.Charge != charge {
 		t.Errorf("record cost %d charge %d; want %d %d", u.Cost, u.Charge, cost, charge)
+	}
+	// Savings: the direct price is the answer's call with the removed
+	// history put back as input at gpt-4o's price, plus the summary at
+	// its own cost (so the savings are net of it), less the charge.
+	saved, err := strconv.ParseInt(a.header.Get("X-Bardo-Compress-Saved-Tokens"), 10, 64)
+	if err != nil || saved <= 0 {
+		t.Fatalf("X-Bardo-Compress-Saved-Tokens %q", a.header.Get("X-Bardo-Compress-Saved-Tokens"))
+	}
+	direct := (costMilli + saved*milliPrice["gpt-4o"].in + 999) / 1000
+	if u.Savings != direct-charge {
+		t.Errorf("record savings %d; want direct %d − charge %d = %d (%d tokens folded)", u.Savings, direct, charge, direct-charge, saved)
 	}
 	checkFigures(t, "compressed", a, u)
 	if l := d.ledger(t, acct.id); l.charges != u.Charge {
