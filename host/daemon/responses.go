@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/bardoinference/bardo/host/config"
+	"github.com/bardoinference/bardo/host/store"
 )
 
 // pruneResponsesEvery is how often expired stored responses are deleted.
@@ -37,10 +38,16 @@ func (d *Daemon) openResponses(ctx context.Context, st config.Storage) error {
 			}
 		}
 	}()
+	// Answers are readable at once and written to disk behind the
+	// request (store.BufferedResponses): the commit was ~0.15 ms of every
+	// stored answer's latency. Closing writes what is pending, before the
+	// store itself closes (closeAll runs in reverse).
+	buf := store.NewBufferedResponses(s, func(err error) { d.Log.Error("writing a stored response", "err", err) })
 	d.closeAll = append(d.closeAll, func() {
 		close(stop)
 		<-done
+		buf.Close()
 	})
-	d.Gateway.Responses = s
+	d.Gateway.Responses = buf
 	return nil
 }
