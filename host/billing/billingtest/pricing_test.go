@@ -1,12 +1,16 @@
 package billingtest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/bardoinference/bardo/host/auth"
 	"github.com/bardoinference/bardo/host/fakeupstream"
+	"github.com/bardoinference/bardo/host/pricing"
 	"github.com/bardoinference/bardo/host/store"
 )
 
@@ -140,4 +144,46 @@ func padTo(s string, n int) string {
 		s += filler
 	}
 	return strings.TrimRight(s[:n-1], " ") + strings.Repeat(".", n-len(strings.TrimRight(s[:n-1], " ")))
+}
+
+// The OpenAI worked example again, asked through the Responses API
+// (POST /v1/responses, issue 16's third caller dialect, to a Chat
+// upstream): the same figures in X-Bardo-Cost, and in a stream the
+// trailer just before its terminal event, response.completed.
+func TestResponsesDialectPriced(t *testing.T) {
+	fake := fakeupstream.New(fakeupstream.WithAPIKey(upKey))
+	t.Cleanup(fake.Close)
+	var acct account
+	gw, d := inProcess(t, fake, "", func(d *data) {
+		acct = d.newAccount(t, "acct_responses", store.TierFree, 10*store.MicroUSD, auth.KeySpec{})
+	})
+	for _, stream := range []bool{false, true} {
+		fake.Script(fakeupstream.Combine(fakeupstream.Reply(padTo("Priced: ", 4*300)), fakeupstream.Cached(1024, 0)))
+		body, _ := json.Marshal(map[string]any{"model": "gpt-4o-mini", "stream": stream,
+			"input": padTo(fmt.Sprintf("responses stream=%v: price this. ", stream), 4*1024)})
+		a := sendRaw(t, gw.URL, acct.key, "/v1/responses", body)
+		if a.status != 200 || a.err != nil {
+			t.Fatalf("stream %v: %d %v %.300s", stream, a.status, a.err, a.body)
+		}
+		cost := a.header.Get("X-Bardo-Cost")
+		if stream {
+			tr := bytes.Index(a.body, []byte("\n: bardo cost="))
+			end := bytes.Index(a.body, []byte("event: response.completed"))
+			if tr < 0 || end < 0 || tr > end {
+				t.Fatalf("trailer at %d, response.completed at %d", tr, end)
+			}
+			line, _, _ := strings.Cut(string(a.body[tr+1:]), "\n")
+			f, ok := pricing.ParseTrailer(line)
+			if !ok {
+				t.Fatalf("trailer %q", line)
+			}
+			cost = f.Cost
+		}
+		if cost != fmtUSD(513) {
+			t.Errorf("stream %v: cost %q, want %s", stream, cost, fmtUSD(513))
+		}
+		if rs := d.usage(t, acct.id)[a.id]; len(rs) != 1 || rs[0].Charge != 513 || rs[0].CacheReadTokens != 1024 || rs[0].InputTokens != 1024 || rs[0].OutputTokens != 300 {
+			t.Errorf("stream %v: records %+v", stream, rs)
+		}
+	}
 }
