@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	anthropicoption "github.com/anthropics/anthropic-sdk-go/option"
@@ -699,4 +700,48 @@ func TestResponsesClientResponsesUpstream(t *testing.T) {
 			t.Errorf("messages answer %+v", msg.Content)
 		}
 	})
+}
+
+// TestResponsesChainAcrossDaemonRestart: the daemon keeps stored responses
+// in its [storage] SQLite file, written behind the request and flushed when
+// it closes; a new gateway on the same data directory continues the chain.
+func TestResponsesChainAcrossDaemonRestart(t *testing.T) {
+	fake := fakeupstream.New(fakeupstream.WithAPIKey(upKey))
+	t.Cleanup(fake.Close)
+	toml := "[storage]\ndata_dir = \"" + t.TempDir() + "\"\n" + pipelineTOML(fake, "")
+	start := func() (*testgateway.Gateway, openai.Client) {
+		gw := testgateway.Start(t, toml, testgateway.Options{Env: map[string]string{"UP_KEY": upKey}})
+		return gw, openai.NewClient(openaioption.WithBaseURL(gw.URL+"/v1/"), openaioption.WithAPIKey(clientKey),
+			openaioption.WithMaxRetries(0), openaioption.WithRequestTimeout(requestTimeout))
+	}
+	gw1, c1 := start()
+	first, err := c1.Responses.New(ctx(t), responses.ResponseNewParams{
+		Model: openaiUp.model,
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("My name is Ada.")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw1.Server.Shutdown(5 * time.Second)
+	gw1.Daemon.Close()
+
+	_, c2 := start()
+	second, err := c2.Responses.New(ctx(t), responses.ResponseNewParams{
+		Model:              anthropicUp.model,
+		PreviousResponseID: openai.String(first.ID),
+		Input:              responses.ResponseNewParamsInputUnion{OfString: openai.String("What is my name?")},
+	})
+	if err != nil {
+		t.Fatalf("chaining after the restart: %v", err)
+	}
+	checkConversation(t, lastBody(t, fake, anthropicUp), "My name is Ada.", "echo: My name is Ada.", "What is my name?")
+	if got, err := c2.Responses.Get(ctx(t), second.ID, responses.ResponseGetParams{}); err != nil || got.ID != second.ID {
+		t.Errorf("retrieve after the restart: %v", err)
+	}
+}
+
+// lastBody is env.lastUpstream for a bare fake.
+func lastBody(t *testing.T, fake *fakeupstream.Server, u upstream) map[string]any {
+	e := &env{fake: fake}
+	return e.lastUpstream(t, u)
 }
