@@ -285,3 +285,50 @@ func TestBudgetUnderConcurrency(t *testing.T) {
 		t.Errorf("%d usage records for 128 requests", len(recs))
 	}
 }
+
+// A key's lifetime spend limit (`bardo keys create -spend-limit`): once no
+// model fits what is left of it, 402 (only the operator can lift it, so no
+// Retry-After), and the key never spends past it. Another key of the same
+// account still works.
+func TestKeySpendLimit(t *testing.T) {
+	long := strings.Repeat("Spend limits are for life. ", 150) // ~1,000 tokens
+	fake := fakeupstream.New(fakeupstream.WithAPIKey(upKey), fakeupstream.WithDefaultBehaviour(fakeupstream.Reply(long)))
+	t.Cleanup(fake.Close)
+	const limit = 20_000
+	var acct account
+	var other string
+	gw, d := inProcess(t, fake, "", func(d *data) {
+		acct = d.newAccount(t, "acct_spend_limit", store.TierPro, 10*store.MicroUSD, auth.KeySpec{SpendLimit: limit})
+		tok, _, err := d.auth.Create(context.Background(), acct.id, auth.KeySpec{Name: "unlimited"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		other = tok
+	})
+	client := httpClient(1)
+	served := 0
+	for i := 0; i < 10; i++ {
+		c := call{dialect: dialect(i % 2), maxTokens: 1000, model: "claude-haiku-4-5", prompt: fmt.Sprintf("spend %d", i)}
+		a := send(context.Background(), client, gw.URL, acct.key, c)
+		if a.status == 200 {
+			served++
+			continue
+		}
+		if a.status != 402 {
+			t.Fatalf("request %d: %d %.300s", i, a.status, a.body)
+		}
+		if ra := a.header.Get("Retry-After"); ra != "" {
+			t.Errorf("a lifetime limit is not retried, yet Retry-After %q", ra)
+		}
+		checkDialectError(t, "spend limit", c.dialect, a, "")
+		break
+	}
+	l := d.ledger(t, acct.id)
+	t.Logf("%d served, then 402; charged %s of %s", served, fmtUSD(l.charges), fmtUSD(limit))
+	if served == 0 || served == 10 || l.charges > limit {
+		t.Errorf("%d served, charged %s of a %s limit", served, fmtUSD(l.charges), fmtUSD(limit))
+	}
+	if a := send(context.Background(), client, gw.URL, other, call{dialect: openAI, model: "claude-haiku-4-5", maxTokens: 1000, prompt: "other key"}); a.status != 200 {
+		t.Errorf("the account's other key: %d %.200s", a.status, a.body)
+	}
+}
