@@ -22,6 +22,7 @@ import (
 	"github.com/bardoinference/bardo/host/store"
 	"github.com/bardoinference/bardo/host/store/sqlite"
 	"github.com/bardoinference/bardo/host/testkit/testgateway"
+	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
 )
 
 // newResponsesEnv is newEnv with a store for the Responses API's stored
@@ -744,4 +745,82 @@ func TestResponsesChainAcrossDaemonRestart(t *testing.T) {
 func lastBody(t *testing.T, fake *fakeupstream.Server, u upstream) map[string]any {
 	e := &env{fake: fake}
 	return e.lastUpstream(t, u)
+}
+
+// TestResponsesClientGeminiUpstream: the Responses API served by the
+// gemini adapter (which builds its own body from the canonical request):
+// text, a function call and its result, and a stream the SDK accumulates.
+func TestResponsesClientGeminiUpstream(t *testing.T) {
+	const geminiKey = "AIza-sdktest-secret-0123456789"
+	fake := fakeupstream.New(fakeupstream.WithAPIKey(geminiKey))
+	t.Cleanup(fake.Close)
+	toml := `
+[[provider]]
+name = "gemini"
+plugin = "` + wasmbuild.MustBuild(t, "plugins/providers/gemini") + `"
+base_url = "` + fake.URL() + `"
+credential = "env:GEMINI_KEY"
+models = ["gemini-*"]
+trusted = true
+`
+	gw := testgateway.Start(t, toml, testgateway.Options{Env: map[string]string{"GEMINI_KEY": geminiKey}})
+	gw.Daemon.Gateway.Responses = &store.MemoryResponses{}
+	e := &env{gw: gw, fake: fake, oa: openai.NewClient(openaioption.WithBaseURL(gw.URL+"/v1/"), openaioption.WithAPIKey(clientKey),
+		openaioption.WithMaxRetries(0), openaioption.WithRequestTimeout(requestTimeout))}
+	const model = "gemini-2.5-flash"
+	resp, err := e.oa.Responses.New(ctx(t), responses.ResponseNewParams{
+		Model: model, Instructions: openai.String("Be brief."),
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hello gemini")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.OutputText() != "echo: hello gemini" || resp.Usage.OutputTokens == 0 {
+		t.Errorf("%s", resp.RawJSON())
+	}
+
+	fake.Script(fakeupstream.ToolCall("get_weather", weatherArgs))
+	resp, err = e.oa.Responses.New(ctx(t), responses.ResponseNewParams{
+		Model: model,
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("weather in Paris?")},
+		Tools: []responses.ToolUnionParam{weatherToolResp()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var call responses.ResponseFunctionToolCall
+	for _, it := range resp.Output {
+		if it.Type == "function_call" {
+			call = it.AsFunctionCall()
+		}
+	}
+	if call.Name != "get_weather" {
+		t.Fatalf("no function call: %s", resp.RawJSON())
+	}
+	jsonEqual(t, "gemini arguments", call.Arguments, weatherArgs)
+	out := responses.ResponseInputItemParamOfFunctionCallOutput(weatherResult)
+	out.OfFunctionCallOutput.CallID = openai.String(call.CallID)
+	resp, err = e.oa.Responses.New(ctx(t), responses.ResponseNewParams{
+		Model:              model,
+		PreviousResponseID: openai.String(resp.ID),
+		Input:              responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{out}},
+		Tools:              []responses.ToolUnionParam{weatherToolResp()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.OutputText() != "echo: "+weatherResult {
+		t.Errorf("tool result turn: %q", resp.OutputText())
+	}
+
+	acc, types, _, err := streamResp(t, e, responses.ResponseNewParams{
+		Model: model,
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("one two three four five six")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := acc.Snapshot(); s.OutputText() != "echo: one two three four five six" || s.TerminalEvent != "response.completed" {
+		t.Errorf("stream %q %q: %v", s.OutputText(), s.TerminalEvent, types)
+	}
 }
