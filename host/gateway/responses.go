@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -479,26 +480,33 @@ func (g *Gateway) responseByID(ctx *fasthttp.RequestCtx, method, path string) {
 		ctx.SetBody(r.Response)
 		return
 	}
-	ctx.SetBody(inputItemsList(r.Input, string(ctx.QueryArgs().Peek("order")) == "asc"))
+	ctx.SetBody(inputItemsList(r.ID, r.Input, string(ctx.QueryArgs().Peek("order")) == "asc"))
 }
 
 // inputItemsList is the list object of GET …/input_items: newest first
-// unless asc (OpenAI's default order is desc).
-func inputItemsList(input []byte, asc bool) []byte {
+// unless asc (OpenAI's default order is desc). An item sent without an id
+// is listed with a stable one made of the response's and its position.
+func inputItemsList(respID string, input []byte, asc bool) []byte {
 	var items []json.RawMessage
 	_ = json.Unmarshal(input, &items)
-	if !asc {
-		for i, j := 0, len(items)-1; i < j; i, j = i+1, j-1 {
-			items[i], items[j] = items[j], items[i]
-		}
-	}
 	ids := make([]string, len(items))
 	for i, it := range items {
 		var head struct {
 			ID string `json:"id"`
 		}
 		_ = json.Unmarshal(it, &head)
+		if head.ID == "" {
+			head.ID = "item_" + strings.TrimPrefix(respID, "resp_") + "_" + itoa(i)
+			add, _ := json.Marshal(map[string]string{"id": head.ID})
+			if b, err := mergeMembers(it, add, false); err == nil {
+				items[i] = b
+			}
+		}
 		ids[i] = head.ID
+	}
+	if !asc {
+		slices.Reverse(items)
+		slices.Reverse(ids)
 	}
 	list := map[string]any{"object": "list", "data": items, "has_more": false, "first_id": nil, "last_id": nil}
 	if len(items) > 0 {

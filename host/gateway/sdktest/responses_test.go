@@ -208,7 +208,7 @@ func TestResponsesClientChain(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(items.Data) != 1 || !strings.Contains(items.Data[0].RawJSON(), "What is my name?") {
+			if len(items.Data) != 1 || !strings.Contains(items.Data[0].RawJSON(), "What is my name?") || !strings.HasPrefix(items.Data[0].ID, "item_") {
 				t.Errorf("input_items = %s", items.RawJSON())
 			}
 			if err := e.oa.Responses.Delete(ctx(t), second.ID); err != nil {
