@@ -263,6 +263,56 @@ func TestTenantIsolation(t *testing.T) {
 		}
 	})
 
+	t.Run("stored responses", func(t *testing.T) {
+		// A's stored Responses API answer: A reads it and continues it;
+		// for B the id does not exist, to read, to continue or to delete.
+		post := func(key, body string) apitest.Reply {
+			return apitest.Post(t, r.gw.URL, "/v1/responses", body, "Authorization", "Bearer "+key)
+		}
+		get := func(key, path, method string) int {
+			req, _ := http.NewRequest(method, r.gw.URL+path, nil)
+			req.Header.Set("Authorization", "Bearer "+key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		rep := post(r.keyA, `{"model":"gpt-4o","input":"Tenant A's stored question about its treasury","store":true}`)
+		if rep.Status != 200 {
+			t.Fatalf("A: %d %s", rep.Status, rep.Body)
+		}
+		id, _ := apitest.JSON(t, rep.Body)["id"].(string)
+		if id == "" {
+			t.Fatalf("no id: %s", rep.Body)
+		}
+		if code := get(r.keyA, "/v1/responses/"+id, "GET"); code != 200 {
+			t.Fatalf("A reads its own response: %d", code)
+		}
+		if rep := post(r.keyA, `{"model":"gpt-4o","input":"and then?","previous_response_id":"`+id+`"}`); rep.Status != 200 {
+			t.Fatalf("A continues its own response: %d %s", rep.Status, rep.Body)
+		}
+		for _, c := range []struct{ path, method string }{{"/v1/responses/" + id, "GET"}, {"/v1/responses/" + id + "/input_items", "GET"}, {"/v1/responses/" + id, "DELETE"}} {
+			if code := get(r.keyB, c.path, c.method); code != 404 {
+				t.Errorf("B %s %s: %d, want 404", c.method, c.path, code)
+			}
+		}
+		n := len(r.fake.Requests())
+		rep = post(r.keyB, `{"model":"gpt-4o","input":"and then?","previous_response_id":"`+id+`"}`)
+		if rep.Status == 200 || strings.Contains(string(rep.Body), "treasury") {
+			t.Errorf("B continued A's response: %d %s", rep.Status, rep.Body)
+		}
+		for _, req := range r.fake.Requests()[n:] {
+			if strings.Contains(string(req.Body), "treasury") {
+				t.Errorf("A's stored conversation went upstream for B: %s", req.Body)
+			}
+		}
+		if code := get(r.keyA, "/v1/responses/"+id, "GET"); code != 200 {
+			t.Errorf("A's response after B's attempts: %d", code)
+		}
+	})
+
 	t.Run("affinity", func(t *testing.T) {
 		post := func(key, question string) apitest.Reply {
 			body := `{"model":"gpt-4o","messages":[{"role":"user","content":"` + question + `"}]}`
