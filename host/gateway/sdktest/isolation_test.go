@@ -161,8 +161,10 @@ func expectCache(t *testing.T, what string, h http.Header, want string, calls in
 
 // Tenant isolation through the shipped pipeline: with two keys on two
 // accounts, tenant B never gets tenant A's exact-cache or semantic-cache
-// answer (the same request bytes included), A's PII mapping, or A's
-// sticky provider — while A, asking again, does, so each check can fail.
+// answer (the same request bytes included), A's PII mapping, A's stored
+// Responses API answers, or A's sticky provider — while A, asking again,
+// does, so each check can fail (with hashcache and semcache set to
+// isolation = "shared", the cache checks do).
 func TestTenantIsolation(t *testing.T) {
 	r := startIsolation(t)
 
