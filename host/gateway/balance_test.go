@@ -283,3 +283,67 @@ func TestParseUsageQuery(t *testing.T) {
 		t.Fatalf("defaults: %+v %v", q, err)
 	}
 }
+
+// BenchmarkBalance is one GET /v1/balance through Handle, in process:
+// admission of a cached key, the account read and this month's daily
+// rollups, over SQLite.
+func BenchmarkBalance(b *testing.B) {
+	benchAccountRead(b, "/v1/balance")
+}
+
+// BenchmarkUsagePage is one GET /v1/usage page of 100 records deep in
+// 20,000 (keyset: the depth does not matter).
+func BenchmarkUsagePage(b *testing.B) {
+	benchAccountRead(b, "/v1/usage")
+}
+
+func benchAccountRead(b *testing.B, path string) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), sqlite.FileName), sqlite.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateAccount(ctx, store.Account{ID: "acct_a", Tier: store.TierPro}); err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now().UTC()
+	for i := range 20_000 {
+		if err := s.RecordUsage(ctx, store.Usage{RequestID: fmt.Sprintf("req_%d", i), AccountID: "acct_a", Charge: 10,
+			At: now.Add(-time.Duration(i) * time.Second)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ka := auth.New(s, []byte("0123456789abcdef0123456789abcdef"), auth.Options{Accounts: s})
+	token, _, err := ka.Create(ctx, "acct_a", auth.KeySpec{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	gw := &gateway.Gateway{Admitter: &admit.Keys{Auth: ka}, Accounts: ledgerReader{Store: s}}
+	uri := path
+	if path == "/v1/usage" {
+		// The cursor of a page 100 pages down.
+		page, err := s.Usage(ctx, store.UsageQuery{AccountID: "acct_a", Limit: 1000})
+		for range 9 {
+			page, err = s.Usage(ctx, store.UsageQuery{AccountID: "acct_a", Limit: 1000, Cursor: page.Next})
+		}
+		if err != nil || page.Next == "" {
+			b.Fatal(err)
+		}
+		uri += "?limit=100&cursor=" + page.Next
+	}
+	var req fasthttp.Request
+	req.SetRequestURI(uri)
+	req.Header.Set("Authorization", "Bearer "+token)
+	var rc fasthttp.RequestCtx
+	b.ReportAllocs()
+	for b.Loop() {
+		// Init gives the context a server, as a served request has: the
+		// store reads it as a context.Context.
+		rc.Init(&req, nil, nil)
+		gw.Handle(&rc)
+		if rc.Response.StatusCode() != 200 {
+			b.Fatalf("%d %s", rc.Response.StatusCode(), rc.Response.Body())
+		}
+	}
+}
