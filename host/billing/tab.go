@@ -199,7 +199,7 @@ func (t *tab) billOf(f *pricing.Figures, balance, remaining int64) gateway.Bill 
 	}
 	tr := pricing.Trailer{Figures: *f, Balance: pricing.Micros(balance), HasBalance: true,
 		RemainingTokens: remaining, HasRemaining: remaining >= 0}
-	return gateway.Bill{Headers: h, Trailer: tr.Append(nil)}
+	return gateway.Bill{Headers: h, Trailer: tr.Append(nil), Figures: *f}
 }
 
 // newRequestID names a settlement that came without a request id, so its

@@ -38,6 +38,20 @@ func (o settlementMetrics) Settled(s gateway.Settlement) {
 	if s.Streamed {
 		o.m.Add("bardo_streams_total", 1, "end", string(s.StreamEnd))
 	}
+	if b := s.Bill; b != nil {
+		// Money, from the bill the caller was shown (internal completions
+		// are on their request's bill, under the model that answered it).
+		f := &b.Figures
+		o.m.Add("bardo_cost_usd_total", usd(int64(f.Cost)), "provider", s.Provider, "model", s.Model)
+		o.m.Add("bardo_charge_usd_total", usd(int64(f.Charge)), "provider", s.Provider, "model", s.Model)
+		o.m.Add("bardo_direct_cost_usd_total", usd(int64(f.Direct)), "provider", s.Provider, "model", s.Model)
+		if s.Tenant != "" {
+			o.m.Add("bardo_account_spend_usd_total", usd(int64(f.Charge)), "account", s.Tenant)
+		}
+		if s.Key != "" {
+			o.m.Add("bardo_key_spend_usd_total", usd(int64(f.Charge)), "key", s.Key)
+		}
+	}
 	if s.Internal {
 		o.m.Add("bardo_internal_completions_total", 1, "provider", s.Provider, "code", strconv.Itoa(s.Status))
 		return
@@ -64,3 +78,6 @@ func (o settlementMetrics) Settled(s gateway.Settlement) {
 		o.m.Add("bardo_cache_answers_total", 1, "result", s.Cache)
 	}
 }
+
+// usd turns micro-dollars into the dollars a metric counts in.
+func usd(micros int64) float64 { return float64(micros) / 1e6 }

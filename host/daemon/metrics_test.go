@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/bardoinference/bardo/host/gateway"
+	"github.com/bardoinference/bardo/host/pricing"
 	"github.com/bardoinference/bardo/host/telemetry"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
@@ -20,12 +21,20 @@ func TestSettlementMetrics(t *testing.T) {
 	o.Settled(gateway.Settlement{Path: gateway.PathInternal, Internal: true, Upstream: true, Provider: "up", Model: "gpt-4o", Status: 200, Tried: []string{"down:502"}})
 	o.Settled(gateway.Settlement{Path: gateway.PathStale, Cache: "stale", Status: 200, Tried: []string{"up:502", "up:502", "other:down"},
 		Degraded: []string{"layer-skipped:semcache", "dropped-fields:x"}})
+	// A billed answer: its bill's amounts, per provider and model, account and key.
+	o.Settled(gateway.Settlement{Path: gateway.PathPassthrough, Upstream: true, Provider: "up", Model: "gpt-4o", Status: 200,
+		Tenant: "acct_1", Key: "k1", Bill: &gateway.Bill{Figures: pricing.Figures{Cost: 18_750, Charge: 21_563, Direct: 43_350, Savings: 21_787}}})
 	for _, c := range []struct {
 		name   string
 		labels []string
 		want   float64
 	}{
 		{"bardo_tokens_total", []string{"provider", "up", "model", "gpt-4o", "kind", "input"}, 10},
+		{"bardo_cost_usd_total", []string{"provider", "up", "model", "gpt-4o"}, 0.01875},
+		{"bardo_charge_usd_total", []string{"provider", "up", "model", "gpt-4o"}, 0.021563},
+		{"bardo_direct_cost_usd_total", []string{"provider", "up", "model", "gpt-4o"}, 0.04335},
+		{"bardo_account_spend_usd_total", []string{"account", "acct_1"}, 0.021563},
+		{"bardo_key_spend_usd_total", []string{"key", "k1"}, 0.021563},
 		{"bardo_tokens_total", []string{"provider", "up", "model", "gpt-4o", "kind", "output"}, 5},
 		{"bardo_tokens_total", []string{"provider", "up", "model", "gpt-4o", "kind", "cache_read"}, 3},
 		{"bardo_tokens_total", []string{"provider", "up", "model", "gpt-4o", "kind", "cache_write"}, 0},
@@ -35,7 +44,7 @@ func TestSettlementMetrics(t *testing.T) {
 		{"bardo_internal_completions_total", []string{"provider", "up", "code", "200"}, 1},
 		// What the caller's headers say, from the same settlement; an
 		// internal completion's failed attempts are not a caller's failover.
-		{"bardo_provider_responses_total", []string{"provider", "up", "model", "gpt-4o", "code", "200"}, 2},
+		{"bardo_provider_responses_total", []string{"provider", "up", "model", "gpt-4o", "code", "200"}, 3},
 		{"bardo_failovers_total", []string{"provider", "up", "reason", "502"}, 2},
 		{"bardo_failovers_total", []string{"provider", "other", "reason", "down"}, 1},
 		{"bardo_failovers_total", []string{"provider", "down", "reason", "502"}, 0},

@@ -96,6 +96,9 @@ type Bill struct {
 	// line (pricing.Trailer), written into a stream before its terminal
 	// event.
 	Trailer []byte
+	// Figures are the amounts behind them (cost, charge, savings), for the
+	// metrics the settlement observer keeps.
+	Figures pricing.Figures
 }
 
 // Admitter decides, before any layer runs, who is calling and whether they
