@@ -115,7 +115,7 @@ type Pipeline struct {
 	descMu   sync.Mutex
 	descVer  atomic.Uint64
 	desc     atomic.Pointer[[]routing.ProviderDescription] // enabled providers, for intent routing
-	prices   atomic.Pointer[priceIndex]                     // their priced models (prices.go)
+	prices   atomic.Pointer[priceIndex]                    // their priced models (prices.go)
 
 	// Every plugin of the pipeline, held in registry; released once, when
 	// the pipeline retires (or its build fails).
