@@ -18,6 +18,7 @@ import (
 	openaioption "github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/bardoinference/bardo/host/auth"
 	"github.com/bardoinference/bardo/host/fakeupstream"
 	"github.com/bardoinference/bardo/host/store"
 	"github.com/bardoinference/bardo/host/store/sqlite"
@@ -822,5 +823,82 @@ trusted = true
 	}
 	if s := acc.Snapshot(); s.OutputText() != "echo: one two three four five six" || s.TerminalEvent != "response.completed" {
 		t.Errorf("stream %q %q: %v", s.OutputText(), s.TerminalEvent, types)
+	}
+}
+
+// TestResponsesStoredPerAccount: in keys mode a stored response is its
+// account's — another account's key can neither read, delete, list nor
+// chain from it, and no key reads nothing.
+func TestResponsesStoredPerAccount(t *testing.T) {
+	dataDir := t.TempDir()
+	c := context.Background()
+	s, err := sqlite.Open(c, filepath.Join(dataDir, sqlite.FileName), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, err := auth.LoadSecret(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := auth.New(s, secret, auth.Options{Accounts: s})
+	keyOf := func(acct string) string {
+		if _, err := s.CreateAccount(c, store.Account{ID: acct, Name: acct, Tier: store.TierFree}); err != nil {
+			t.Fatal(err)
+		}
+		token, _, err := a.Create(c, acct, auth.KeySpec{Name: acct})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return token
+	}
+	keyA, keyB := keyOf("acct_a"), keyOf("acct_b")
+	s.Close()
+
+	fake := fakeupstream.New(fakeupstream.WithAPIKey(upKey))
+	t.Cleanup(fake.Close)
+	gw := testgateway.Start(t, keysTOML(dataDir)+pipelineTOML(fake, ""), testgateway.Options{Env: map[string]string{"UP_KEY": upKey}})
+	client := func(key string) openai.Client {
+		return openai.NewClient(openaioption.WithBaseURL(gw.URL+"/v1/"), openaioption.WithAPIKey(key),
+			openaioption.WithMaxRetries(0), openaioption.WithRequestTimeout(requestTimeout))
+	}
+	ca, cb := client(keyA), client(keyB)
+	first, err := ca.Responses.New(ctx(t), responses.ResponseNewParams{
+		Model: openaiUp.model,
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("account A's secret plan")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ca.Responses.Get(ctx(t), first.ID, responses.ResponseGetParams{}); err != nil || got.ID != first.ID {
+		t.Fatalf("the owner cannot read its response: %v", err)
+	}
+	status := func(err error) int {
+		var apiErr *openai.Error
+		if errors.As(err, &apiErr) {
+			return apiErr.StatusCode
+		}
+		return 0
+	}
+	if _, err := cb.Responses.Get(ctx(t), first.ID, responses.ResponseGetParams{}); status(err) != 404 {
+		t.Errorf("another account read it: %v", err)
+	}
+	if _, err := cb.Responses.InputItems.List(ctx(t), first.ID, responses.InputItemListParams{}); status(err) != 404 {
+		t.Errorf("another account listed its input: %v", err)
+	}
+	if err := cb.Responses.Delete(ctx(t), first.ID); status(err) != 404 {
+		t.Errorf("another account deleted it: %v", err)
+	}
+	if _, err := cb.Responses.New(ctx(t), responses.ResponseNewParams{
+		Model: openaiUp.model, PreviousResponseID: openai.String(first.ID),
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("what was the plan?")},
+	}); status(err) != 400 {
+		t.Errorf("another account chained from it: %v", err)
+	}
+	anon := client("")
+	if _, err := anon.Responses.Get(ctx(t), first.ID, responses.ResponseGetParams{}); status(err) != 401 {
+		t.Errorf("no key: %v", err)
+	}
+	if _, err := ca.Responses.Get(ctx(t), first.ID, responses.ResponseGetParams{}); err != nil {
+		t.Errorf("the owner lost it: %v", err)
 	}
 }
