@@ -122,6 +122,23 @@ for (const up of upstreams) {
       }
     });
 
+    test('cut stream', async () => {
+      // The upstream closes the connection mid-stream: the SDK must not
+      // see a completed response; it gets the error event (which it
+      // throws) or response.failed.
+      const stream = openai.responses.stream({ model: up.model, input: 'one two three four five six seven eight fake:cut=3', store: false });
+      const types = [];
+      let thrown = null;
+      try {
+        for await (const ev of stream) types.push(ev.type);
+      } catch (err) {
+        thrown = err;
+      }
+      assert.ok(!types.includes('response.completed'), `completed after a cut: ${types}`);
+      assert.ok(thrown || types.at(-1) === 'response.failed', `neither an error nor response.failed: ${types}`);
+      if (thrown) assert.match(String(thrown.message ?? thrown), /broke off|stream/i);
+    });
+
     test('errors', async () => {
       // A hosted tool the model may use is dropped (and named); forcing
       // one cannot be served without an upstream that runs it.
