@@ -645,6 +645,51 @@ func TestResponsesClientResponsesUpstream(t *testing.T) {
 		t.Errorf("upstream input = %v, want the stored turn and the new one", in)
 	}
 
+	t.Run("tool-and-reasoning", func(t *testing.T) {
+		// A function call and signed reasoning from the Responses upstream,
+		// then the result chained with previous_response_id: the stored
+		// items go back to the upstream as it sent them.
+		e.fake.Script(fakeupstream.Combine(fakeupstream.Thinking(), fakeupstream.ToolCall("get_weather", weatherArgs)))
+		r, err := e.oa.Responses.New(ctx(t), responses.ResponseNewParams{
+			Model: respUp.model,
+			Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("weather?")},
+			Tools: []responses.ToolUnionParam{weatherToolResp()},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var call responses.ResponseFunctionToolCall
+		var rs responses.ResponseReasoningItem
+		for _, it := range r.Output {
+			switch it.Type {
+			case "function_call":
+				call = it.AsFunctionCall()
+			case "reasoning":
+				rs = it.AsReasoning()
+			}
+		}
+		if call.Name != "get_weather" || rs.EncryptedContent == "" {
+			t.Fatalf("output %s", r.RawJSON())
+		}
+		out := responses.ResponseInputItemParamOfFunctionCallOutput(weatherResult)
+		out.OfFunctionCallOutput.CallID = openai.String(call.CallID)
+		r2, err := e.oa.Responses.New(ctx(t), responses.ResponseNewParams{
+			Model:              respUp.model,
+			PreviousResponseID: openai.String(r.ID),
+			Input:              responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{out}},
+			Tools:              []responses.ToolUnionParam{weatherToolResp()},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r2.OutputText() != "echo: "+weatherResult {
+			t.Errorf("tool result turn %q", r2.OutputText())
+		}
+		body := string(e.fake.Last().Body)
+		if !strings.Contains(body, `"encrypted_content":"`+rs.EncryptedContent+`"`) || !strings.Contains(body, call.CallID) {
+			t.Errorf("the upstream did not get its reasoning and call back: %s", body)
+		}
+	})
 	t.Run("responses-stream", func(t *testing.T) {
 		// A relayed (passthrough) Responses stream ends with
 		// response.completed, not [DONE] or message_stop: answer.go's
