@@ -1,7 +1,8 @@
 // Package fakeupstream is the one fake LLM provider used by the test suite.
 //
 // A Server speaks the real wire formats of the OpenAI Chat Completions API
-// (POST /v1/chat/completions, GET /v1/models) and the Anthropic Messages API
+// (POST /v1/chat/completions, GET /v1/models), the OpenAI Responses API
+// (POST /v1/responses, responses.go) and the Anthropic Messages API
 // (POST /v1/messages, POST /v1/messages/count_tokens): the same JSON shapes,
 // the same server-sent-event framing, the same authentication checks and the
 // same error statuses and bodies. It listens on 127.0.0.1 only.
