@@ -152,13 +152,13 @@ func (sv *Server) handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	writeError(ctx, dialectOf(ctx), &wire.Error{Status: 404, Kind: wire.ErrNotFound,
-		Message: "no route for " + string(ctx.Method()) + " " + string(ctx.Path()) + "; the API lives at /v1/chat/completions, /v1/messages and /v1/models"})
+		Message: "no route for " + string(ctx.Method()) + " " + string(ctx.Path()) + "; the API lives at /v1/chat/completions, /v1/messages, /v1/responses, /v1/embeddings and /v1/models"})
 }
 
 // routeLabel keeps metric label cardinality bounded.
 func routeLabel(ctx *fasthttp.RequestCtx) string {
 	switch p := string(ctx.Path()); p {
-	case "/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens", "/v1/completions", "/v1/models", "/healthz", "/metrics",
+	case "/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens", "/v1/completions", "/v1/models", "/v1/responses", "/v1/embeddings", "/healthz", "/metrics",
 		"/admin/cache/flush", "/admin/regime", "/admin/health", "/admin/events":
 		return p
 	}
@@ -168,6 +168,8 @@ func routeLabel(ctx *fasthttp.RequestCtx) string {
 		return "/admin/accounts"
 	case strings.HasPrefix(p, "/admin/keys"):
 		return "/admin/keys"
+	case strings.HasPrefix(p, "/v1/responses/"): // stored responses, by id
+		return "/v1/responses/{id}"
 	}
 	return "other"
 }
