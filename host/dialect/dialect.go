@@ -1,6 +1,7 @@
 // Package dialect holds what the native dialect codecs (packages
-// [github.com/bardoinference/bardo/host/dialect/openai] and
-// [github.com/bardoinference/bardo/host/dialect/anthropic]) share: the errors
+// [github.com/bardoinference/bardo/host/dialect/openai],
+// [github.com/bardoinference/bardo/host/dialect/anthropic] and
+// [github.com/bardoinference/bardo/host/dialect/responses]) share: the errors
 // they return, the mapping of canonical error kinds to HTTP statuses, and
 // small SSE helpers.
 package dialect
