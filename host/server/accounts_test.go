@@ -465,3 +465,18 @@ func FuzzParseAmount(f *testing.F) {
 		}
 	})
 }
+
+// The account routes get bounded metric labels: one per family, whatever
+// the ids in the path.
+func TestAccountRouteLabels(t *testing.T) {
+	for path, want := range map[string]string{
+		"/v1/balance": "/v1/balance", "/v1/usage": "/v1/usage", "/v1/usage/daily": "/v1/usage/daily",
+		"/admin/accounts/acct_1/topup": "/admin/accounts", "/admin/keys/k1/revoke": "/admin/keys",
+	} {
+		var ctx fasthttp.RequestCtx
+		ctx.Request.SetRequestURI(path)
+		if got := routeLabel(&ctx); got != want {
+			t.Errorf("%s: %q, want %q", path, got, want)
+		}
+	}
+}

@@ -158,7 +158,7 @@ func (sv *Server) handle(ctx *fasthttp.RequestCtx) {
 // routeLabel keeps metric label cardinality bounded.
 func routeLabel(ctx *fasthttp.RequestCtx) string {
 	switch p := string(ctx.Path()); p {
-	case "/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens", "/v1/completions", "/v1/models", "/v1/responses", "/v1/embeddings", "/healthz", "/metrics",
+	case "/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens", "/v1/completions", "/v1/models", "/v1/responses", "/v1/embeddings", "/v1/balance", "/v1/usage", "/v1/usage/daily", "/healthz", "/metrics",
 		"/admin/cache/flush", "/admin/regime", "/admin/health", "/admin/events":
 		return p
 	}
