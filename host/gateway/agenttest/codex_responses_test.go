@@ -42,13 +42,10 @@ wire_api = "responses"
 
 // TestCodexResponses drives current Codex (`codex exec`) through the
 // shipped pipeline to the fake OpenAI upstream over the Responses API: a
-// plain prompt, a tool round trip (exec_command), two prompts. The
-// same-prompt-twice cache check is not run: Codex sends per-run ids in
-// client_metadata and prompt_cache_key, which the hash cache's key
-// includes, so its repeat is a miss.
+// plain prompt, a tool round trip (exec_command), the same prompt twice
+// (a hash-cache hit although Codex sends per-run ids in client_metadata
+// and prompt_cache_key), two prompts.
 func TestCodexResponses(t *testing.T) {
 	s := newSession(t, codexResponses)
-	checkPlain(t, s)
-	checkToolRoundTrip(t, s)
-	checkDifferentPrompts(t, s)
+	runChecks(t, s)
 }

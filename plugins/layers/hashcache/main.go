@@ -84,7 +84,7 @@ var (
 		"balance", "position", "liquidity", "gas", "volatility", "now", "today", "current", "latest", "live"}
 	defaultFields = []string{"traceId", "requestId", "sessionCounter", "trace_id", "request_id", "session_counter"}
 	defaultIgnore = []string{"metadata", "user", "stream_options", "prompt_cache_key", "prompt_cache_retention",
-		"store", "service_tier", "safety_identifier"}
+		"store", "service_tier", "safety_identifier", "client_metadata", "include"}
 )
 
 var (

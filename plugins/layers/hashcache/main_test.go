@@ -122,6 +122,10 @@ func TestKeyNormalization(t *testing.T) {
 		"ignored extra": func(r *wire.Request) {
 			r.Extra = []byte(`{"metadata":{"user_id":"u1"},"user":"u2","stream_options":{"include_usage":true}}`)
 		},
+		"responses per-turn ids": func(r *wire.Request) {
+			// Codex over the Responses API: new ids every run.
+			r.Extra = []byte(`{"client_metadata":{"turn_id":"01a2"},"prompt_cache_key":"01a1","include":["reasoning.encrypted_content"],"store":false}`)
+		},
 		"stream flag": func(r *wire.Request) { r.Stream = true },
 		"nested cache_control": func(r *wire.Request) {
 			r.Messages[0].Extra = []byte(`{"cache_control":{"type":"ephemeral"}}`)
