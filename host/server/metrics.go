@@ -12,6 +12,19 @@ import (
 
 // metrics serves GET /metrics: the Prometheus text exposition.
 func (sv *Server) metrics(ctx *fasthttp.RequestCtx) {
+	if sv.guardMetrics {
+		// Off loopback the metrics are business data (spend per account
+		// and key): a scraper sends the admin token, as Prometheus does
+		// with authorization.credentials.
+		if sv.Admin == nil || sv.Admin.Token == "" {
+			adminFail(ctx, 403, "/metrics on a non-loopback listen address needs BARDO_ADMIN_TOKEN set, and Authorization: Bearer <token> on the scrape")
+			return
+		}
+		if !sv.adminAuthorized(ctx) {
+			adminFail(ctx, 401, errAdminToken)
+			return
+		}
+	}
 	ctx.SetContentType(telemetry.ContentType)
 	if _, err := sv.Metrics.WriteTo(ctx); err != nil {
 		// The exposition written so far stands (the failing metric is left

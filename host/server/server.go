@@ -35,6 +35,10 @@ type Server struct {
 	srv  *fasthttp.Server
 	ln   net.Listener
 	live atomic.Pointer[Liveness]
+	// guardMetrics: the listen address is reachable from other machines, so
+	// /metrics (spend per account and key, providers, models) needs the
+	// admin token.
+	guardMetrics bool
 }
 
 // SetLiveness makes /healthz answer from l (nil: always live).
@@ -74,6 +78,9 @@ func (sv *Server) Listen(addr string) error {
 		return fmt.Errorf("listen %s: %w", addr, err)
 	}
 	sv.ln = lingerListener{ln}
+	if a, ok := ln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() {
+		sv.guardMetrics = true
+	}
 	return nil
 }
 
