@@ -355,3 +355,61 @@ func TestKill9DuringPaidStreams(t *testing.T) {
 		t.Errorf("fewer records (%d) than answers that showed their figures (%d)", len(recs), shown+len(after))
 	}
 }
+
+// SIGTERM while paid streams are open: the gateway stops taking new
+// requests, lets the open streams finish (their trailers arrive), and
+// commits their settlements before it exits — each has its record, at the
+// charge its trailer showed, and the ledger balances.
+func TestSigtermSettlesOpenStreams(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the bardo binary")
+	}
+	fake := fakeupstream.New(fakeupstream.WithAPIKey(upKey), fakeupstream.WithDefaultBehaviour(fakeupstream.Behaviour{
+		Text: strings.Repeat("drain before exit ", 30), ChunkDelay: 10 * time.Millisecond}))
+	t.Cleanup(fake.Close)
+	dataDir := t.TempDir()
+	d := openData(t, dataDir)
+	const topUp = 5 * store.MicroUSD
+	acct := d.newAccount(t, "acct_sigterm", store.TierPro, topUp, auth.KeySpec{})
+	p := startProcess(t, processDir(t, fake.URL(), dataDir), acct.key)
+
+	const streams = 8
+	answers := make([]answer, streams)
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := call{dialect: dialect(i % 2), stream: true, maxTokens: 400, prompt: fmt.Sprintf("sigterm %d", i)}
+			c.model = "gpt-4o-mini"
+			if c.dialect == anthropicD {
+				c.model = "claude-haiku-4-5"
+			}
+			answers[i] = send(context.Background(), httpClient(1), p.url, acct.key, c)
+		}()
+	}
+	// Once every stream is upstream (and so mid-answer), stop the gateway.
+	for deadline := time.Now().Add(10 * time.Second); fake.Count("/v1/chat/completions")+fake.Count("/v1/messages") < streams; {
+		if time.Now().After(deadline) {
+			t.Fatal("the streams did not start")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	p.stop(t)
+	wg.Wait()
+
+	recs := d.usage(t, acct.id)
+	for _, a := range answers {
+		if a.err != nil || !a.hasTrailer || !a.trailerBefore {
+			t.Errorf("%s: cut by the shutdown (err %v, trailer %v)", a.id, a.err, a.hasTrailer)
+			continue
+		}
+		if rs := recs[a.id]; len(rs) != 1 || fmtUSD(rs[0].Charge) != a.trailer.Cost {
+			t.Errorf("%s: shown %s, records %+v", a.id, a.trailer.Cost, rs)
+		}
+	}
+	l := d.ledger(t, acct.id)
+	if len(recs) != streams || l.balance != topUp-l.charges {
+		t.Errorf("%d records for %d streams; balance %d, charges %d", len(recs), streams, l.balance, l.charges)
+	}
+}
