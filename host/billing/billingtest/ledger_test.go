@@ -160,6 +160,11 @@ func TestLedgerUnder64Concurrent(t *testing.T) {
 		}
 		if a.status == 200 {
 			checkFigures(t, calls[i].dialect.String(), a, u)
+			// The balance shown is one the ledger was in (after the commit
+			// of this request's batch), never a figure of the meter's own.
+			if _, _, bal := a.cost(); !l.states[usdMicros(t, bal)] {
+				t.Errorf("%s: shown balance %s is no state of the ledger", a.id, bal)
+			}
 			if u.Charge <= 0 || u.OutputTokens == 0 {
 				t.Errorf("%s: a served answer recorded charge %d, %d output tokens", a.id, u.Charge, u.OutputTokens)
 			}

@@ -96,6 +96,16 @@ func keysTOML(dataDir string) string {
 	return "\n[auth]\nmode = \"keys\"\n\n[storage]\ndata_dir = \"" + dataDir + "\"\n"
 }
 
+// usdMicros parses a USD figure of a header or trailer into micro-USD.
+func usdMicros(tb testing.TB, s string) int64 {
+	tb.Helper()
+	m, err := pricing.ParseUSD(s)
+	if err != nil {
+		tb.Errorf("figure %q: %v", s, err)
+	}
+	return int64(m)
+}
+
 // fmtUSD writes micro-USD as the headers do ("0.021563", "-0.002813").
 func fmtUSD(m int64) string { return pricing.Micros(m).String() }
 
@@ -180,6 +190,8 @@ type ledger struct {
 	entries int
 	// lowest is the lowest running balance over the entries in order.
 	lowest int64
+	// states are the balances the account passed through, entry by entry.
+	states map[int64]bool
 }
 
 // ledger audits an account (store.Audit) and sums its entries, checking
@@ -195,7 +207,7 @@ func (d *data) ledger(tb testing.TB, acct string) ledger {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	l := ledger{balance: a.Balance}
+	l := ledger{balance: a.Balance, states: map[int64]bool{}}
 	var run int64
 	after := int64(0)
 	for range 10_000 {
@@ -207,6 +219,7 @@ func (d *data) ledger(tb testing.TB, acct string) ledger {
 			l.entries++
 			run += e.Amount
 			l.lowest = min(l.lowest, run)
+			l.states[run] = true
 			switch e.Kind {
 			case store.EntryTopUp:
 				l.topUps += e.Amount
