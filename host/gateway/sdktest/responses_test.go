@@ -859,6 +859,27 @@ trusted = true
 		t.Errorf("tool result turn: %q", resp.OutputText())
 	}
 
+	// text.format and a hosted tool: Gemini gets a JSON response schema,
+	// and no function for web_search (named as dropped).
+	var raw *http.Response
+	if _, err := e.oa.Responses.New(ctx(t), responses.ResponseNewParams{
+		Model: model,
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("which city?")},
+		Tools: []responses.ToolUnionParam{{OfWebSearch: &responses.WebSearchToolParam{Type: responses.WebSearchToolTypeWebSearch}}},
+		Text: responses.ResponseTextConfigParam{Format: responses.ResponseFormatTextConfigUnionParam{
+			OfJSONSchema: &responses.ResponseFormatTextJSONSchemaConfigParam{Name: "city", Schema: map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}},
+		}},
+	}, openaioption.WithResponseInto(&raw)); err != nil {
+		t.Fatal(err)
+	}
+	if d := raw.Header.Get("X-Bardo-Degraded"); !strings.Contains(d, "hosted-tool-dropped:web_search") {
+		t.Errorf("X-Bardo-Degraded = %q", d)
+	}
+	up := e.lastUpstream(t, upstream{path: fake.Last().Path})
+	if gc, _ := up["generationConfig"].(map[string]any); gc["responseMimeType"] != "application/json" || up["tools"] != nil {
+		t.Errorf("gemini body: %v", up)
+	}
+
 	acc, types, _, err := streamResp(t, e, responses.ResponseNewParams{
 		Model: model,
 		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("one two three four five six")},

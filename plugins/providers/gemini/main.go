@@ -208,6 +208,11 @@ func encode(in *wire.EncodeInput, res *wire.EncodeResult) error {
 			break
 		}
 	}
+	for i := range in.Request.Tools {
+		if t := &in.Request.Tools[i]; hostedTool(t) {
+			res.Degraded = append(res.Degraded, "hosted-tool-dropped:"+t.Name)
+		}
+	}
 	b, err := json.Marshal(body)
 	if err != nil {
 		res.Error = &wire.Error{Status: 500, Kind: wire.ErrInternal, Message: "gemini adapter: encoding the request: " + err.Error()}
@@ -267,6 +272,31 @@ type extraFields struct {
 			Schema json.RawMessage `json:"schema"`
 		} `json:"json_schema"`
 	} `json:"response_format"`
+	// The Responses API's spellings of the same: reasoning.effort, and
+	// text.format (json_schema's members flattened into it).
+	Reasoning *struct {
+		Effort string `json:"effort"`
+	} `json:"reasoning"`
+	Text *struct {
+		Format *struct {
+			Type   string          `json:"type"`
+			Schema json.RawMessage `json:"schema"`
+		} `json:"format"`
+	} `json:"text"`
+}
+
+// hostedTool reports whether t is a caller's server-side tool (a
+// Responses API web_search or namespace, an Anthropic server tool): its
+// Extra names a type other than function or custom, and Gemini has no
+// function to declare for it.
+func hostedTool(t *wire.Tool) bool {
+	if len(t.Extra) == 0 {
+		return false
+	}
+	var x struct {
+		Type string `json:"type"`
+	}
+	return json.Unmarshal(t.Extra, &x) == nil && x.Type != "" && x.Type != "function" && x.Type != "custom"
 }
 
 func buildRequest(r *wire.Request, anns []wire.KV) (*gRequest, *wire.Error) {
@@ -295,6 +325,9 @@ func buildRequest(r *wire.Request, anns []wire.KV) (*gRequest, *wire.Error) {
 		decls := make([]gFunctionDecl, 0, len(r.Tools))
 		for i := range r.Tools {
 			t := &r.Tools[i]
+			if hostedTool(t) {
+				continue // encode names it in X-Bardo-Degraded
+			}
 			d := gFunctionDecl{Name: t.Name, Description: t.Description}
 			if cfg.SchemaMode == "json_schema" {
 				if len(t.Schema) > 0 && string(t.Schema) != "null" {
@@ -305,8 +338,10 @@ func buildRequest(r *wire.Request, anns []wire.KV) (*gRequest, *wire.Error) {
 			}
 			decls = append(decls, d)
 		}
-		out.Tools = []gTool{{FunctionDeclarations: decls}}
-		if tc, keep := toolConfig(r.ToolChoice); tc != nil {
+		if len(decls) > 0 {
+			out.Tools = []gTool{{FunctionDeclarations: decls}}
+		}
+		if tc, keep := toolConfig(r.ToolChoice); tc != nil && len(decls) > 0 {
 			out.ToolConfig = tc
 			if keep != nil {
 				filtered := decls[:0]
@@ -404,6 +439,9 @@ func applyExtra(extra []byte, gc *gGenConfig) (callerThinking bool) {
 	if json.Unmarshal(extra, &x) != nil {
 		return false
 	}
+	if x.ReasoningEffort == "" && x.Reasoning != nil {
+		x.ReasoningEffort = x.Reasoning.Effort
+	}
 	callerThinking = x.Thinking != nil || x.ReasoningEffort != ""
 	switch {
 	case x.Thinking != nil && (x.Thinking.Type == "enabled" || x.Thinking.Type == "adaptive"):
@@ -416,18 +454,27 @@ func applyExtra(extra []byte, gc *gGenConfig) (callerThinking bool) {
 			gc.ThinkingConfig = &gThinkingConfig{IncludeThoughts: true, ThinkingBudget: &b}
 		}
 	}
-	if rf := x.ResponseFormat; rf != nil {
-		switch rf.Type {
-		case "json_object":
-			gc.ResponseMimeType = "application/json"
-		case "json_schema":
-			gc.ResponseMimeType = "application/json"
-			if rf.JSONSchema != nil && len(rf.JSONSchema.Schema) > 0 {
-				if cfg.SchemaMode == "json_schema" {
-					gc.ResponseJSONSchema = rf.JSONSchema.Schema
-				} else {
-					gc.ResponseSchema = sanitizeSchema(rf.JSONSchema.Schema, false)
-				}
+	var format string
+	var schema json.RawMessage
+	switch {
+	case x.ResponseFormat != nil:
+		format = x.ResponseFormat.Type
+		if x.ResponseFormat.JSONSchema != nil {
+			schema = x.ResponseFormat.JSONSchema.Schema
+		}
+	case x.Text != nil && x.Text.Format != nil:
+		format, schema = x.Text.Format.Type, x.Text.Format.Schema
+	}
+	switch format {
+	case "json_object":
+		gc.ResponseMimeType = "application/json"
+	case "json_schema":
+		gc.ResponseMimeType = "application/json"
+		if len(schema) > 0 {
+			if cfg.SchemaMode == "json_schema" {
+				gc.ResponseJSONSchema = schema
+			} else {
+				gc.ResponseSchema = sanitizeSchema(schema, false)
 			}
 		}
 	}

@@ -234,6 +234,14 @@ func TestEncodeMediaAndExtra(t *testing.T) {
 	_, body = encodeBody(t, h, req)
 	jsonEq(t, "generationConfig", body["generationConfig"], `{"responseMimeType":"application/json","thinkingConfig":{"includeThoughts":true,"thinkingBudget":8192}}`)
 
+	// The Responses API's spellings (issue 16).
+	req.Extra = []byte(`{"reasoning":{"effort":"medium","summary":"auto"},"text":{"format":{"type":"json_schema","name":"x","schema":{"type":"object","properties":{"a":{"type":"integer"}}}}}}`)
+	_, body = encodeBody(t, h, req)
+	jsonEq(t, "generationConfig", body["generationConfig"], `{
+		"responseMimeType":"application/json",
+		"responseSchema":{"type":"object","properties":{"a":{"type":"integer"}}},
+		"thinkingConfig":{"includeThoughts":true,"thinkingBudget":8192}}`)
+
 	req.Extra = []byte(`{"thinking":{"type":"disabled"},"metadata":{"user_id":"u"}}`)
 	_, body = encodeBody(t, h, req)
 	if _, ok := body["generationConfig"]; ok {
@@ -660,5 +668,25 @@ func TestEncodeMidConversationSystem(t *testing.T) {
 	req.Messages = []wire.Message{user(text("hi"))}
 	if res = h.Encode(wire.EncodeInput{Route: route, Request: req}); res.Degraded != nil {
 		t.Fatalf("degraded without a system message: %v", res.Degraded)
+	}
+}
+
+// TestEncodeHostedTools: a caller's hosted tools (the Responses API's
+// web_search and namespaces, which Codex always offers) are not declared as
+// functions, and the answer says they were dropped.
+func TestEncodeHostedTools(t *testing.T) {
+	h := plugintest.New(t, `{}`)
+	req := wire.Request{
+		Messages: []wire.Message{user(text("hi"))},
+		Tools: []wire.Tool{
+			{Name: "get_weather", Schema: []byte(`{"type":"object"}`)},
+			{Name: "web_search", Extra: []byte(`{"type":"web_search","external_web_access":false}`)},
+		},
+	}
+	_, body := encodeBody(t, h, req)
+	res := h.Encode(wire.EncodeInput{Route: route, Request: req})
+	jsonEq(t, "tools", body["tools"], `[{"functionDeclarations":[{"name":"get_weather"}]}]`)
+	if len(res.Degraded) != 1 || res.Degraded[0] != "hosted-tool-dropped:web_search" {
+		t.Errorf("degraded %v", res.Degraded)
 	}
 }
