@@ -51,7 +51,9 @@ func TestNodeSDKs(t *testing.T) {
 		t.Fatalf("no *.test.js in %s (%v)", dir, err)
 	}
 
-	e := newEnv(t, "")
+	// The OpenAI and Anthropic upstreams, and a Responses-speaking one
+	// (o5-*) for the Responses API tests (responses.test.js).
+	e := newResponsesUpstreamEnv(t)
 	tap := filepath.Join(t.TempDir(), "report.tap")
 	c, cancel := context.WithTimeout(t.Context(), nodeTimeout)
 	defer cancel()
