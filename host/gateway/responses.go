@@ -21,6 +21,7 @@ import (
 	"errors"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -116,7 +117,7 @@ func (g *Gateway) chainItems(ctx context.Context, tenant, id string) ([]byte, *w
 	for n := 0; id != ""; n++ {
 		if n == maxChain {
 			return nil, &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest,
-				Message: "previous_response_id: the conversation is longer than " + itoa(maxChain) + " responses"}
+				Message: "previous_response_id: the conversation is longer than " + strconv.Itoa(maxChain) + " responses"}
 		}
 		r, err := g.Responses.GetResponse(ctx, tenant, id)
 		if errors.Is(err, store.ErrNotFound) {
@@ -496,7 +497,7 @@ func inputItemsList(respID string, input []byte, asc bool) []byte {
 		}
 		_ = json.Unmarshal(it, &head)
 		if head.ID == "" {
-			head.ID = "item_" + strings.TrimPrefix(respID, "resp_") + "_" + itoa(i)
+			head.ID = "item_" + strings.TrimPrefix(respID, "resp_") + "_" + strconv.Itoa(i)
 			add, _ := json.Marshal(map[string]string{"id": head.ID})
 			if b, err := mergeMembers(it, add, false); err == nil {
 				items[i] = b
@@ -517,11 +518,6 @@ func inputItemsList(respID string, input []byte, asc bool) []byte {
 	}
 	b, _ := json.Marshal(list)
 	return b
-}
-
-func itoa(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
 }
 
 // carryExtra returns the caller's top-level members that have an
