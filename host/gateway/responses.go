@@ -9,9 +9,9 @@ package gateway
 // The gateway itself serves two members: previous_response_id (the stored
 // chain's input and output items are spliced in front of the request's
 // input, so every upstream sees the whole conversation) and store (the
-// answer is kept, per tenant, for ResponsesTTL). Both are removed from the
-// body the engine gets; a body with neither is forwarded as the caller
-// sent it.
+// answer is kept, per tenant, for ResponsesTTL). previous_response_id is
+// removed from the body the engine gets; a body without it is forwarded as
+// the caller sent it.
 
 import (
 	"bufio"
@@ -59,7 +59,6 @@ func remoteIP(ctx *fasthttp.RequestCtx) netip.Addr {
 type responsesMembers struct {
 	previous string
 	store    bool // default true, as OpenAI's
-	hasStore bool
 	input    []byte
 }
 
@@ -70,7 +69,6 @@ func readResponsesMembers(body []byte) responsesMembers {
 		case "previous_response_id":
 			_ = json.Unmarshal(v, &m.previous)
 		case "store":
-			m.hasStore = true
 			if string(v) == "false" {
 				m.store = false
 			}
@@ -189,21 +187,18 @@ func outputAsInput(output []byte) []byte {
 	return append(b, ']')
 }
 
-// spliceBody is body without the members the front serves (store,
-// previous_response_id) and, with a chain, its input replaced by the chain
-// followed by the request's own items.
+// spliceBody is body without previous_response_id (the gateway's id,
+// unknown upstream) and with its input replaced by the chain followed by
+// the request's own items. store stays as sent: a Responses upstream told
+// store:false must not keep the conversation either.
 func spliceBody(body, chain []byte, m *responsesMembers) []byte {
 	out := make([]byte, 0, len(body)+len(chain)+64)
 	out = append(out, '{')
 	n := 0
 	jsonscan.EachMember(body, func(k, v []byte) {
 		switch string(k) {
-		case "store", "previous_response_id":
+		case "previous_response_id", "input":
 			return
-		case "input":
-			if chain != nil {
-				return
-			}
 		}
 		if n > 0 {
 			out = append(out, ',')
@@ -214,21 +209,18 @@ func spliceBody(body, chain []byte, m *responsesMembers) []byte {
 		out = append(out, '"', ':')
 		out = append(out, v...)
 	})
-	if chain != nil {
-		if n > 0 {
+	if n > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, `"input":[`...)
+	out = append(out, chain...)
+	if own := arrayElems(inputItems(m.input)); len(own) > 0 {
+		if len(chain) > 0 {
 			out = append(out, ',')
 		}
-		out = append(out, `"input":[`...)
-		out = append(out, chain...)
-		if own := arrayElems(inputItems(m.input)); len(own) > 0 {
-			if len(chain) > 0 {
-				out = append(out, ',')
-			}
-			out = append(out, own...)
-		}
-		out = append(out, ']')
+		out = append(out, own...)
 	}
-	return append(out, '}')
+	return append(out, ']', '}')
 }
 
 // responsesPost serves POST /v1/responses.
@@ -262,7 +254,7 @@ func (g *Gateway) responsesPost(ctx *fasthttp.RequestCtx, method string) {
 		tenant = caller.Tenant
 	}
 	sent := body
-	if m.previous != "" || m.hasStore {
+	if m.previous != "" {
 		// The splice reads members leniently: a body that is not JSON
 		// must not become one by losing its tail.
 		if !json.Valid(body) {
@@ -271,17 +263,11 @@ func (g *Gateway) responsesPost(ctx *fasthttp.RequestCtx, method string) {
 			g.refused(rid, d, e, began)
 			return
 		}
-		var chain []byte
-		if m.previous != "" {
-			var werr *wire.Error
-			if chain, werr = g.chainItems(context.Background(), tenant, m.previous); werr != nil {
-				WriteError(ctx, d, werr)
-				g.refused(rid, d, werr, began)
-				return
-			}
-			if chain == nil {
-				chain = []byte{}
-			}
+		chain, werr := g.chainItems(context.Background(), tenant, m.previous)
+		if werr != nil {
+			WriteError(ctx, d, werr)
+			g.refused(rid, d, werr, began)
+			return
 		}
 		sent = spliceBody(body, chain, &m)
 	}

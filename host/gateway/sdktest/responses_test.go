@@ -678,6 +678,7 @@ func TestResponsesClientResponsesUpstream(t *testing.T) {
 			PreviousResponseID: openai.String(r.ID),
 			Input:              responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{out}},
 			Tools:              []responses.ToolUnionParam{weatherToolResp()},
+			Store:              openai.Bool(false),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -686,6 +687,9 @@ func TestResponsesClientResponsesUpstream(t *testing.T) {
 			t.Errorf("tool result turn %q", r2.OutputText())
 		}
 		body := string(e.fake.Last().Body)
+		if !strings.Contains(body, `"store":false`) {
+			t.Errorf("the caller's store:false did not reach the Responses upstream: %s", body)
+		}
 		if !strings.Contains(body, `"encrypted_content":"`+rs.EncryptedContent+`"`) || !strings.Contains(body, call.CallID) {
 			t.Errorf("the upstream did not get its reasoning and call back: %s", body)
 		}
