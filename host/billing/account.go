@@ -26,9 +26,11 @@ type account struct {
 	// held is the sum of the open tabs' reservations.
 	held int64
 	// pending is the sum of charges closed but not yet committed; inflight
-	// counts those postings. The balance is re-read from the store only
-	// when inflight is 0, so a charge is never counted twice (once in
-	// pending, once in a posted balance that already includes it).
+	// counts those postings (of a charge above 0). The balance is re-read
+	// from the store only when inflight is 0, so a charge is never counted
+	// twice (once in pending, once in a posted balance that already
+	// includes it); otherwise the next commit brings it (Post reads the
+	// row's balance inside its transaction).
 	pending  int64
 	inflight int
 	loaded   time.Time // when posted, tier, disabled and limits were read

@@ -9,9 +9,11 @@
 // held), so each account's posted balance, open holds and budgets are kept
 // in memory under a per-account mutex, and every closed request becomes
 // one Posting, committed by a single writer that batches concurrent
-// settlements into one transaction (group commit). Tab.Close waits for its
-// batch's commit, so the figures a caller sees are the ledger's and a
-// served answer's record survives kill -9.
+// settlements into one transaction (group commit). Tab.Close appends its
+// posting to a journal file with one write(2) and returns without waiting
+// for the commit; a start replays what a killed process left, so a served
+// answer's record survives kill -9. Without the journal, Tab.Close waits
+// for its batch's commit.
 //
 // In-memory holds assume one gateway per database. README.md states the
 // formulas, the policies and what several gateways would need.
@@ -22,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -81,6 +84,12 @@ type Config struct {
 	// grow before the next request re-reads them (default 2 s): a top-up by
 	// the CLI shows within it.
 	Refresh time.Duration
+	// JournalDir is where settlements are journaled (the data directory;
+	// README.md, "The journal"): Tab.Close appends its posting to a
+	// ledger.journal.* segment there and returns without waiting for the
+	// commit, and New replays what a killed process left. Empty: no
+	// journal; Tab.Close waits for its commit.
+	JournalDir string
 	// Log receives settlement failures and shortfalls (nil: slog.Default()).
 	Log *slog.Logger
 	// Now replaces the clock (tests).
@@ -110,6 +119,13 @@ func (c *Config) Validate() error {
 		}
 		if t.RequestsPerMinute < 0 || t.TokensPerHour < 0 {
 			errs = append(errs, fmt.Errorf("billing: tier %s: negative limit", name))
+		}
+	}
+	if c.JournalDir != "" {
+		if fi, err := os.Stat(c.JournalDir); err != nil {
+			errs = append(errs, fmt.Errorf("billing: journal directory: %w", err))
+		} else if !fi.IsDir() {
+			errs = append(errs, fmt.Errorf("billing: journal directory %s is not a directory", c.JournalDir))
 		}
 	}
 	if c.MaxBatch < 0 || c.MaxBacklog < 0 || c.CommitWait < 0 || c.Refresh < 0 {
@@ -159,27 +175,47 @@ type Meter struct {
 	accounts map[string]*account
 
 	w *writer
+	j *journal // nil: no journal
 }
 
-// New validates cfg, applies its defaults and starts the meter's ledger
-// writer; Close stops it.
+// New validates cfg, applies its defaults, replays the settlement journal
+// a previous process left in JournalDir (so the ledger holds every
+// settlement before the first account is read), and starts the meter's
+// ledger writer; Close stops it. A journal that cannot be replayed is an
+// error: serving before it is would show balances without its charges.
 func New(cfg Config) (*Meter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg.applyDefaults()
 	m := &Meter{cfg: cfg, st: cfg.Store, log: cfg.Log, now: cfg.Now, accounts: map[string]*account{}}
+	if cfg.JournalDir != "" {
+		last, err := replayJournal(cfg.Store, cfg.JournalDir, cfg.MaxBatch, cfg.Log)
+		if err != nil {
+			return nil, err
+		}
+		m.j = openJournal(cfg.JournalDir, last, cfg.Log)
+	}
 	m.w = newWriter(m)
 	go m.w.run()
 	return m, nil
 }
 
 // Close waits until every queued settlement is committed or ctx ends, then
-// stops the writer. Postings still queued at that point are logged one by
-// one (request, account, charge) at error level: they are lost to the
-// ledger, never silently. Open and Tab.Close must not be called after.
+// stops the writer and deletes the journal's committed segments. Postings
+// still queued at that point are logged one by one (request, account,
+// charge) at error level: with the journal they stay in it and the next
+// start commits them; without it they are lost to the ledger, never
+// silently. Open and Tab.Close must not be called after.
 func (m *Meter) Close(ctx context.Context) error {
-	return m.w.close(ctx)
+	err := m.w.close(ctx)
+	if m.j != nil {
+		if kept := m.j.close(); kept > 0 {
+			m.log.Error("billing: settlements left in the journal; the next start commits them", "postings", kept,
+				"dir", m.cfg.JournalDir)
+		}
+	}
+	return err
 }
 
 // tier returns the terms of a tier (the free tier's for an unknown one).

@@ -83,7 +83,9 @@ func (e *env) open() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	cfg := Config{Store: s, Now: e.clk.now, Log: slog.New(slog.DiscardHandler)}
+	// The journal is on, as the daemon's default; TestLedgerDown and
+	// TestWaitForCommit cover the meter without it.
+	cfg := Config{Store: s, Now: e.clk.now, Log: slog.New(slog.DiscardHandler), JournalDir: e.dir}
 	if e.tweak != nil {
 		e.tweak(&cfg)
 	}
@@ -142,7 +144,16 @@ func header(kvs []wire.KV, name string) string {
 	return ""
 }
 
+// sync waits until the meter has committed every closed tab: with the
+// journal, Close returns before its commit.
+func (e *env) sync() {
+	if e.m != nil {
+		waitCommitted(e.t, e.m)
+	}
+}
+
 func (e *env) records() []store.Usage {
+	e.sync()
 	var all []store.Usage
 	q := store.UsageQuery{AccountID: "a", Limit: 1000}
 	for {
@@ -159,6 +170,7 @@ func (e *env) records() []store.Usage {
 }
 
 func (e *env) account() store.Account {
+	e.sync()
 	if err := e.s.Audit(context.Background(), "a"); err != nil {
 		e.t.Fatal(err)
 	}

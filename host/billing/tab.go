@@ -87,9 +87,12 @@ func (t *tab) outcome(s *gateway.Settlement) pricing.Outcome {
 }
 
 // Close prices the request, releases its hold, and posts its charge and
-// usage record to the ledger, waiting for the commit (at most CommitWait).
-// The bill it returns shows the ledger's figures: the charge, the savings,
-// the balance after the commit and the tokens left this hour.
+// usage record to the ledger. With the journal, the posting is appended
+// to it and queued for the writer, and Close returns at once: the bill
+// shows the meter's figures, which the ledger's equal once committed (the
+// balance is the posted one minus this and earlier uncommitted charges).
+// Without it, Close waits for the commit (at most CommitWait) and the bill
+// shows the balance the transaction returned.
 func (t *tab) Close(s *gateway.Settlement) gateway.Bill {
 	t.mu.Lock()
 	if t.closed {
@@ -116,6 +119,15 @@ func (t *tab) Close(s *gateway.Settlement) gateway.Bill {
 		reqID = newRequestID()
 	}
 
+	model := s.Model
+	if model == "" {
+		model = t.asked
+	}
+	status := s.Status
+	if status == 0 && s.Err != nil {
+		status = int(s.Err.Status)
+	}
+
 	a, now := t.a, t.m.now()
 	a.mu.Lock()
 	a.roll(t.k, now)
@@ -128,12 +140,36 @@ func (t *tab) Close(s *gateway.Settlement) gateway.Bill {
 	// is what this request may take, and the balance never goes below 0.
 	charged := min(int64(f.Charge), max(a.available(), 0))
 	a.pending += charged
-	a.inflight++
+	if charged > 0 {
+		a.inflight++ // a posting of 0 cannot be counted twice
+	}
 	for _, x := range sp {
 		x.spent += charged
 	}
 	a.tokens += tokens
 	remaining := a.remaining(t.m.tier(a.tier))
+	p := &posting{a: a, charged: charged, done: make(chan struct{}), u: store.Usage{
+		RequestID: reqID, AccountID: a.id, KeyID: t.keyID, Model: model, Provider: s.Provider,
+		InputTokens: f.Usage.InputTokens, OutputTokens: f.Usage.OutputTokens,
+		CacheReadTokens: f.Usage.CacheReadTokens, CacheWriteTokens: f.Usage.CacheWriteTokens,
+		Cost: int64(f.Cost), Charge: charged, Savings: int64(f.Savings), Cache: s.Cache,
+		LatencyMicros: s.Latency.Microseconds(), Status: status, At: now,
+		Shortfall: max(int64(f.Charge)-charged, 0),
+	}}
+	if short := int64(f.Charge) - charged; short > 0 {
+		p.u.Savings += short
+	}
+	// Journaled and queued under the account's lock, so the ledger commits
+	// one account's postings in the order their balances were computed:
+	// the balance this bill shows is the ledger's right after its commit.
+	var err error
+	journaled := false
+	if t.m.j != nil {
+		p.seg, err = t.m.j.append(&p.u)
+		journaled = err == nil
+	}
+	t.m.w.enqueue(p)
+	balance := a.balance()
 	a.mu.Unlock()
 
 	if short := int64(f.Charge) - charged; short > 0 {
@@ -142,47 +178,34 @@ func (t *tab) Close(s *gateway.Settlement) gateway.Bill {
 		f.Savings += f.Charge - pricing.Micros(charged)
 		f.Charge = pricing.Micros(charged)
 	}
-	model := s.Model
-	if model == "" {
-		model = t.asked
-	}
-	p := &posting{a: a, charged: charged, done: make(chan struct{}), u: store.Usage{
-		RequestID: reqID, AccountID: a.id, KeyID: t.keyID, Model: model, Provider: s.Provider,
-		InputTokens: f.Usage.InputTokens, OutputTokens: f.Usage.OutputTokens,
-		CacheReadTokens: f.Usage.CacheReadTokens, CacheWriteTokens: f.Usage.CacheWriteTokens,
-		Cost: int64(f.Cost), Charge: charged, Savings: int64(f.Savings), Cache: s.Cache,
-		LatencyMicros: s.Latency.Microseconds(), Status: s.Status, At: now,
-		Shortfall: int64(f.Charge) - charged,
-	}}
-	if p.u.Shortfall < 0 {
-		p.u.Shortfall = 0
-	}
-	if p.u.Status == 0 && s.Err != nil {
-		p.u.Status = int(s.Err.Status)
-	}
-	t.m.w.enqueue(p)
-
-	var balance int64
-	timer := time.NewTimer(t.m.cfg.CommitWait)
-	select {
-	case <-p.done:
-		timer.Stop()
-		balance = p.res.Balance
-		if p.res.Replayed {
-			t.m.log.Warn("billing: request already settled; nothing charged twice", t.logAttrs(reqID)...)
-		}
-	case <-timer.C:
-		t.m.log.Error("billing: settlement not committed in time; the bill shows the meter's figures and the posting stays queued",
-			append(t.logAttrs(reqID), "charge", charged, "wait", t.m.cfg.CommitWait)...)
-		a.mu.Lock()
-		balance = a.balance()
-		a.mu.Unlock()
+	if !journaled {
+		// No journal (or it cannot be written): the record is durable
+		// only once committed, so the bill waits for the commit.
+		balance = t.wait(p, reqID, balance)
 	}
 	bill := t.billOf(&f, balance, remaining)
 	t.mu.Lock()
 	t.bill = bill
 	t.mu.Unlock()
 	return bill
+}
+
+// wait waits for p's commit, at most CommitWait, and returns the balance
+// the ledger reported, or the meter's figure when it timed out.
+func (t *tab) wait(p *posting, reqID string, meter int64) int64 {
+	timer := time.NewTimer(t.m.cfg.CommitWait)
+	defer timer.Stop()
+	select {
+	case <-p.done:
+		if p.res.Replayed {
+			t.m.log.Warn("billing: request already settled; nothing charged twice", t.logAttrs(reqID)...)
+		}
+		return p.res.Balance
+	case <-timer.C:
+		t.m.log.Error("billing: settlement not committed in time; the bill shows the meter's figures and the posting stays queued",
+			append(t.logAttrs(reqID), "charge", p.charged, "wait", t.m.cfg.CommitWait)...)
+		return meter
+	}
 }
 
 // billOf is what the caller is shown: headers and the stream trailer.

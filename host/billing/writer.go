@@ -17,6 +17,7 @@ type posting struct {
 	charged int64         // what the meter counted in a.pending
 	done    chan struct{} // closed once committed (res set)
 	res     store.Posted
+	seg     *segment // the journal segment holding it (nil: not journaled)
 }
 
 // writer is the single goroutine that commits postings: it takes whatever
@@ -116,9 +117,7 @@ func (w *writer) commit(batch []*posting) []*posting {
 	}
 	res, err := w.m.st.Post(context.Background(), ps)
 	if err == nil {
-		for i, p := range batch {
-			w.applied(p, res[i])
-		}
+		w.applied(batch, res)
 		return nil
 	}
 	w.m.log.Error("billing: ledger commit failed; retrying", "postings", len(batch), "backlog", w.backlog(), "err", err)
@@ -132,22 +131,65 @@ func (w *writer) commit(batch []*posting) []*posting {
 			failed = append(failed, p)
 			continue
 		}
-		w.applied(p, res[0])
+		w.applied([]*posting{p}, res)
 	}
 	return failed
 }
 
-// applied takes a committed posting off the account's pending charges and
-// sets its posted balance to the one the transaction returned.
-func (w *writer) applied(p *posting, r store.Posted) {
-	a := p.a
-	a.mu.Lock()
-	a.pending -= p.charged
-	a.inflight--
-	if r.Err == nil {
-		a.posted = r.Balance
+// applied takes a committed batch's postings off their accounts' pending
+// charges and sets each account's posted balance to the one the
+// transaction returned, all of one account's postings under one hold of
+// its lock: the balance Post returns is the account's after the whole
+// batch, so applying them one by one would show, in between, a balance
+// with a charge both posted and pending. Then it counts them committed in
+// their journal segments and wakes their Close.
+func (w *writer) applied(batch []*posting, res []store.Posted) {
+	for i, p := range batch {
+		a := p.a
+		if a == nil {
+			continue // already applied with an earlier posting of its account
+		}
+		a.mu.Lock()
+		for j := i; j < len(batch); j++ {
+			if q := batch[j]; q.a == a {
+				if q.charged > 0 {
+					a.pending -= q.charged
+					a.inflight--
+				}
+				if res[j].Err == nil {
+					a.posted = res[j].Balance
+				}
+				q.a = nil
+			}
+		}
+		a.mu.Unlock()
 	}
-	a.mu.Unlock()
+	var seg *segment
+	n := 0
+	for i, p := range batch {
+		w.report(p, res[i])
+		if p.seg != seg {
+			if n > 0 {
+				w.m.j.committed(seg, n)
+			}
+			seg, n = p.seg, 0
+		}
+		if seg != nil {
+			n++
+		}
+	}
+	if n > 0 {
+		w.m.j.committed(seg, n)
+	}
+	for i, p := range batch {
+		p.res = res[i]
+		w.n.Add(-1)
+		close(p.done)
+	}
+}
+
+// report logs what the ledger did differently from what the meter asked.
+func (w *writer) report(p *posting, r store.Posted) {
 	switch {
 	case r.Err != nil:
 		w.m.log.Error("billing: posting refused by the ledger; not charged", "request_id", p.u.RequestID,
@@ -156,9 +198,6 @@ func (w *writer) applied(p *posting, r store.Posted) {
 		w.m.log.Warn("billing: the ledger capped a charge (the balance moved outside the gateway)",
 			"request_id", p.u.RequestID, "account", p.u.AccountID, "charge", p.u.Charge, "shortfall", r.Shortfall)
 	}
-	p.res = r
-	w.n.Add(-1)
-	close(p.done)
 }
 
 // close drains the queue, or gives up when ctx ends and logs what was left.
@@ -179,7 +218,11 @@ func (w *writer) close(ctx context.Context) error {
 	left := append(w.left, w.queue...)
 	w.mu.Unlock()
 	for _, p := range left {
-		w.m.log.Error("billing: settlement never committed", "request_id", p.u.RequestID, "account", p.u.AccountID,
+		msg := "billing: settlement never committed"
+		if p.seg != nil {
+			msg = "billing: settlement not committed; it stays in the journal for the next start"
+		}
+		w.m.log.Error(msg, "request_id", p.u.RequestID, "account", p.u.AccountID,
 			"key", p.u.KeyID, "charge", p.u.Charge, "model", p.u.Model)
 	}
 	if len(left) > 0 {
