@@ -21,6 +21,7 @@ func (m *Meter) DailyUsage(ctx context.Context, account string, from, to time.Ti
 	if !ok {
 		return nil, errDaily
 	}
+	m.syncRead(ctx) // read your writes (Usage)
 	return d.DailyUsage(ctx, account, from, to)
 }
 

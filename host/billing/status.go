@@ -59,7 +59,26 @@ func (m *Meter) AccountStatus(ctx context.Context, account, key string) (gateway
 	return st, nil
 }
 
-// Usage pages the account's usage records, newest first.
+// Usage pages the account's usage records, newest first. It first waits
+// (within ctx) for the settlements closed so far to commit, so a caller
+// sees the request it just made although Close did not wait for it.
 func (m *Meter) Usage(ctx context.Context, q store.UsageQuery) (store.UsagePage, error) {
+	m.syncRead(ctx)
 	return m.st.Usage(ctx, q)
 }
+
+// syncRead is Sync for a read, bounded by CommitWait: a ledger that
+// cannot commit delays a read that long, then it answers with what is
+// committed.
+func (m *Meter) syncRead(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.CommitWait)
+	defer cancel()
+	m.Sync(ctx)
+}
+
+// Sync waits until every settlement closed before the call is committed
+// to the ledger (one whose commit keeps failing is retried alone and not
+// waited for), or ctx ends. With the journal, Tab.Close returns before
+// its commit: a read of the store that must see it (a caller's usage, a
+// test's ledger check) syncs first.
+func (m *Meter) Sync(ctx context.Context) error { return m.w.sync(ctx) }

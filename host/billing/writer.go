@@ -33,6 +33,7 @@ type writer struct {
 
 	mu      sync.Mutex
 	queue   []*posting
+	last    *posting // the last enqueued (Meter.Sync)
 	closing bool
 	left    []*posting // what an aborted writer had not committed
 
@@ -53,8 +54,27 @@ func (w *writer) enqueue(p *posting) {
 	w.n.Add(1)
 	w.mu.Lock()
 	w.queue = append(w.queue, p)
+	w.last = p
 	w.mu.Unlock()
 	w.signal()
+}
+
+// sync waits until the last posting enqueued before the call is
+// committed, so every earlier one is too (the writer commits in order),
+// save one whose failure is being retried alone.
+func (w *writer) sync(ctx context.Context) error {
+	w.mu.Lock()
+	p := w.last
+	w.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	select {
+	case <-p.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (w *writer) signal() {

@@ -23,7 +23,14 @@ type Billing struct {
 	CommitWait time.Duration
 	// Refresh is how old an account's cached balance may grow (0: default).
 	Refresh time.Duration
+	// Journal is journal = false's inverse: nil or true journals each
+	// settlement in the data directory so a request does not wait for its
+	// commit (host/billing README, "The journal").
+	Journal *bool
 }
+
+// JournalOn reports whether settlements are journaled (the default).
+func (b Billing) JournalOn() bool { return b.Journal == nil || *b.Journal }
 
 // BillingTier overrides one tier's terms; nil fields keep the defaults.
 type BillingTier struct {
@@ -34,7 +41,7 @@ type BillingTier struct {
 }
 
 var (
-	billingKeys     = []string{"tiers", "max_batch", "max_backlog", "commit_wait", "refresh"}
+	billingKeys     = []string{"tiers", "max_batch", "max_backlog", "commit_wait", "refresh", "journal"}
 	billingTierKeys = []string{"spread_percent", "requests_per_minute", "tokens_per_hour"}
 	billingTiers    = []string{"free", "pro", "golem"}
 )
@@ -73,6 +80,9 @@ func (c *checker) billing(tree map[string]any) Billing {
 				*dst = d
 			}
 		}
+	}
+	if on, ok := c.boolean(t, p, "journal"); ok {
+		b.Journal = &on
 	}
 	tv, ok := t["tiers"]
 	if !ok {

@@ -12,6 +12,7 @@ func TestBilling(t *testing.T) {
 [billing]
 max_batch = 64
 commit_wait = "3s"
+journal = false
 
 [billing.tiers.pro]
 spread_percent = 12.5
@@ -24,7 +25,8 @@ tokens_per_hour = 0
 		t.Fatal(err)
 	}
 	b := cfg.Billing
-	if b.MaxBatch != 64 || b.MaxBacklog != 0 || b.CommitWait != 3*time.Second || b.Refresh != 0 || len(b.Tiers) != 2 {
+	if b.MaxBatch != 64 || b.MaxBacklog != 0 || b.CommitWait != 3*time.Second || b.Refresh != 0 || len(b.Tiers) != 2 ||
+		b.JournalOn() {
 		t.Fatalf("%+v", b)
 	}
 	pro, golem := b.Tiers["pro"], b.Tiers["golem"]
@@ -34,7 +36,8 @@ tokens_per_hour = 0
 	if golem.TokensPerHour == nil || *golem.TokensPerHour != 0 || golem.SpreadBps != nil {
 		t.Fatalf("golem %+v", golem)
 	}
-	if cfg, err := Parse(nil, "pipeline.toml"); err != nil || cfg.Billing.Tiers != nil || cfg.Billing.MaxBatch != 0 {
+	if cfg, err := Parse(nil, "pipeline.toml"); err != nil || cfg.Billing.Tiers != nil || cfg.Billing.MaxBatch != 0 ||
+		!cfg.Billing.JournalOn() {
 		t.Fatalf("absent: %+v %v", cfg.Billing, err)
 	}
 	for src, want := range map[string]string{
@@ -42,6 +45,7 @@ tokens_per_hour = 0
 		"[billing]\nmax_bach = 1\n":                        `did you mean "max_batch"`,
 		"[billing]\nmax_batch = 0\n":                       "billing.max_batch",
 		"[billing]\ncommit_wait = \"-1s\"\n":               "billing.commit_wait",
+		"[billing]\njournal = \"on\"\n":                    "billing.journal",
 		"[billing.tiers.gold]\nspread_percent = 1\n":       "billing.tiers.gold",
 		"[billing.tiers.free]\nspread_percent = 12.345\n":  "two decimals",
 		"[billing.tiers.free]\nspread_percent = -1\n":      "spread_percent",

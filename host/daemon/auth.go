@@ -55,6 +55,9 @@ func (d *Daemon) openKeys(ctx context.Context, cfg *config.Config) (*admit.Keys,
 	}
 	bc := billing.FromConfig(cfg.Billing, s)
 	bc.Log = d.Log.With("component", "billing")
+	if cfg.Billing.JournalOn() {
+		bc.JournalDir = cfg.Storage.DataDir // replayed by billing.New, before serving
+	}
 	m, err := billing.New(bc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("daemon: %w", err)
