@@ -31,6 +31,21 @@ func (o settlementMetrics) Settled(s gateway.Settlement) {
 	}
 	if s.Provider != "" && s.Err == nil {
 		o.m.Observe("bardo_answer_seconds", s.Latency.Seconds(), "provider", s.Provider, "model", s.Model, "path", string(s.Path))
+		if s.Streamed && s.FirstByte > 0 {
+			o.m.Observe("bardo_first_byte_seconds", s.FirstByte.Seconds(), "provider", s.Provider, "model", s.Model)
+		}
+	}
+	if s.UpstreamWait > 0 && s.Provider != "" {
+		o.m.Observe("bardo_upstream_seconds", s.UpstreamWait.Seconds(), "provider", s.Provider, "model", s.Model)
+		// The gateway's own share: until the first byte of a stream (what
+		// follows is the upstream's pace), or of the whole buffered answer.
+		until := s.Latency
+		if s.Streamed {
+			until = s.FirstByte
+		}
+		if until > 0 && s.Err == nil {
+			o.m.Observe("bardo_overhead_seconds", max(until-s.UpstreamWait, 0).Seconds(), "path", string(s.Path))
+		}
 	}
 	if s.Err != nil {
 		o.m.Add("bardo_errors_total", 1, "kind", s.Err.Kind, "provider", s.Provider)

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"testing"
+	"time"
 
 	"github.com/bardoinference/bardo/host/gateway"
 	"github.com/bardoinference/bardo/host/pricing"
@@ -15,7 +16,10 @@ func TestSettlementMetrics(t *testing.T) {
 	m := telemetry.New()
 	o := settlementMetrics{m}
 	usage := &wire.Usage{InputTokens: 10, OutputTokens: 5, CacheReadTokens: 3}
-	o.Settled(gateway.Settlement{Path: gateway.PathUpstream, Upstream: true, Provider: "up", Model: "gpt-4o", Usage: usage, Status: 200})
+	o.Settled(gateway.Settlement{Path: gateway.PathUpstream, Upstream: true, Provider: "up", Model: "gpt-4o", Usage: usage, Status: 200,
+		Latency: 300 * time.Millisecond, UpstreamWait: 280 * time.Millisecond})
+	o.Settled(gateway.Settlement{Path: gateway.PathPassthrough, Upstream: true, Provider: "up", Model: "gpt-4o", Status: 200, Streamed: true,
+		StreamEnd: gateway.StreamEnded, Latency: 2 * time.Second, FirstByte: 120 * time.Millisecond, UpstreamWait: 110 * time.Millisecond})
 	o.Settled(gateway.Settlement{Path: gateway.PathLayer, Provider: "up", Model: "gpt-4o", Usage: usage, Status: 200, Streamed: true, StreamEnd: gateway.StreamEnded})
 	o.Settled(gateway.Settlement{Path: gateway.PathError, Upstream: true, Provider: "up", Status: 429, Err: &wire.Error{Status: 429, Kind: wire.ErrRateLimit}})
 	o.Settled(gateway.Settlement{Path: gateway.PathInternal, Internal: true, Upstream: true, Provider: "up", Model: "gpt-4o", Status: 200, Tried: []string{"down:502"}})
@@ -40,11 +44,15 @@ func TestSettlementMetrics(t *testing.T) {
 		{"bardo_tokens_total", []string{"provider", "up", "model", "gpt-4o", "kind", "cache_write"}, 0},
 		{"bardo_answer_seconds", []string{"provider", "up", "model", "gpt-4o", "path", "layer"}, 1},
 		{"bardo_errors_total", []string{"kind", "rate_limit", "provider", "up"}, 1},
-		{"bardo_streams_total", []string{"end", "ended"}, 1},
+		{"bardo_streams_total", []string{"end", "ended"}, 2},
+		{"bardo_first_byte_seconds", []string{"provider", "up", "model", "gpt-4o"}, 1},
+		{"bardo_upstream_seconds", []string{"provider", "up", "model", "gpt-4o"}, 2},
+		{"bardo_overhead_seconds", []string{"path", "upstream"}, 1},
+		{"bardo_overhead_seconds", []string{"path", "passthrough"}, 1},
 		{"bardo_internal_completions_total", []string{"provider", "up", "code", "200"}, 1},
 		// What the caller's headers say, from the same settlement; an
 		// internal completion's failed attempts are not a caller's failover.
-		{"bardo_provider_responses_total", []string{"provider", "up", "model", "gpt-4o", "code", "200"}, 3},
+		{"bardo_provider_responses_total", []string{"provider", "up", "model", "gpt-4o", "code", "200"}, 4},
 		{"bardo_failovers_total", []string{"provider", "up", "reason", "502"}, 2},
 		{"bardo_failovers_total", []string{"provider", "other", "reason", "down"}, 1},
 		{"bardo_failovers_total", []string{"provider", "down", "reason", "502"}, 0},

@@ -177,12 +177,18 @@ func (g *Gateway) answerLocal(o *Outcome, rctx context.Context, held *holds, p *
 					if _, err := w.Write(buf); err != nil || w.Flush() != nil {
 						return
 					}
+					if tab.FirstByte == 0 {
+						tab.FirstByte = time.Since(held.began)
+					}
 					buf = buf[:0]
 					time.Sleep(pace)
 				}
 			}
 			if _, err := w.Write(buf); err != nil || w.Flush() != nil {
 				return
+			}
+			if tab.FirstByte == 0 {
+				tab.FirstByte = time.Since(held.began)
 			}
 			tab.StreamEnd = StreamEnded
 			if werr != nil {
@@ -272,7 +278,8 @@ type streamer struct {
 	// hideUsage drops the forwarded usage chunk the gateway asked for and
 	// the caller did not (streamusage.go).
 	hideUsage bool
-	broken    bool // the stream did not finish cleanly: drop the connection
+	broken    bool      // the stream did not finish cleanly: drop the connection
+	began     time.Time // the request's arrival, for its time to first byte
 }
 
 func (s *streamer) close() {
@@ -428,6 +435,9 @@ func (s *streamer) run(w *bufio.Writer) {
 			if _, err := w.Write(buf); err != nil {
 				s.broken = true
 				return
+			}
+			if s.tab.FirstByte == 0 {
+				s.tab.FirstByte = time.Since(s.began)
 			}
 			if err := w.Flush(); err != nil {
 				s.broken = true

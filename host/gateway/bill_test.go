@@ -201,7 +201,8 @@ func TestBillTrailerBeforeTerminalEvent(t *testing.T) {
 				t.Fatalf("closed %d times", len(ss)-before)
 			}
 			s := ss[len(ss)-1]
-			if !s.Streamed || s.StreamEnd != gateway.StreamEnded || s.Usage == nil || s.Usage.OutputTokens == 0 || !s.Priced {
+			if !s.Streamed || s.StreamEnd != gateway.StreamEnded || s.Usage == nil || s.Usage.OutputTokens == 0 || !s.Priced ||
+				s.UpstreamWait <= 0 || s.FirstByte <= 0 || s.FirstByte > s.Latency {
 				t.Fatalf("stream settlement: %+v usage %+v", s, s.Usage)
 			}
 			if r.Header.Get("X-Remaining-Tokens") != "99000" {

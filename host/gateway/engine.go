@@ -135,6 +135,7 @@ func (g *Gateway) Serve(call *Call) *Outcome {
 	res := g.failover(rctx, p, x, plan, failoverOptions{})
 	tried := res.tried
 	held.s.Tried = tried
+	held.s.UpstreamWait = res.waited
 	switch {
 	case res.planErr != nil:
 		// Every provider that could serve is out of service: a cached
@@ -162,7 +163,7 @@ func (g *Gateway) Serve(call *Call) *Outcome {
 			// from here on.
 			setHeaders(o, x)
 			st := &streamer{g: g, p: p, pr: res.pr, route: route, x: x, resp: out.resp, first: out.first,
-				upDialect: out.call.ResponseDialect, ctx: rctx, tab: &held.s, done: held.handOff(), closing: held.closeStream, hideUsage: hideUsage}
+				upDialect: out.call.ResponseDialect, ctx: rctx, tab: &held.s, done: held.handOff(), closing: held.closeStream, hideUsage: hideUsage, began: held.began}
 			o.Stream = st.run
 		case out.resp != nil:
 			g.answerUpstream(o, rctx, held, p, res.pr, route, x, out.call, out.resp)

@@ -37,6 +37,10 @@ type failoverResult struct {
 	planErr *wire.Error
 	tried   []string    // "provider:status" of failed attempts, for X-Bardo-Fallback
 	lastErr *wire.Error // the last transient failure
+	// waited is the time spent in attempts, waiting on upstreams: a
+	// buffered answer's until its body was read, a stream's until its
+	// first event (what the gateway's overhead is measured against).
+	waited time.Duration
 }
 
 // failover tries the source's candidates in order until one answers or
@@ -103,7 +107,9 @@ func (g *Gateway) failover(rctx context.Context, p *pipeline.Pipeline, x *pipeli
 			}
 			began := time.Now()
 			out := g.attempt(rctx, p, x, pr, route)
-			g.record(route.Provider, out, time.Since(began), try > 0)
+			took := time.Since(began)
+			res.waited += took
+			g.record(route.Provider, out, took, try > 0)
 			if out.local != nil || out.resp != nil || !out.transient {
 				res.pr, res.route, res.out, res.final = pr, route, out, true
 				return res

@@ -65,6 +65,14 @@ type Settlement struct {
 	// layers ("layer-skipped:<name>").
 	Degraded []string
 	Latency  time.Duration
+	// UpstreamWait is the time spent waiting on upstream attempts (failed
+	// ones included): a buffered answer's until its body was read, a
+	// stream's until its first event. 0 when no provider was tried.
+	UpstreamWait time.Duration
+	// FirstByte is the time from the request's arrival until the first
+	// byte of a stream's body went to the caller (0: not a stream, or
+	// nothing was written).
+	FirstByte time.Duration
 	// Prices are the served model's (a cache hit: the asked model's at its
 	// first provider), when Priced.
 	Prices pricing.Prices
