@@ -115,6 +115,13 @@ func startOpen(tb testing.TB, fakeURL, layers string) *testgateway.Gateway {
 func (p *paid) checkLedger(tb testing.TB, answered int) {
 	tb.Helper()
 	c := context.Background()
+	// A bill is shown before its SQLite commit (the settlement journal
+	// makes it durable first): wait for the commits.
+	sc, cancel := context.WithTimeout(c, 30*time.Second)
+	defer cancel()
+	if err := p.g.Daemon.Meter.Sync(sc); err != nil {
+		tb.Fatalf("the meter did not commit: %v", err)
+	}
 	records := 0
 	for _, id := range p.ids {
 		if err := p.st.Audit(c, id); err != nil {
@@ -236,6 +243,9 @@ func BenchmarkPaidThroughput(b *testing.B) {
 				b.ReportMetric(float64(res.Percentile(99).Microseconds())/1000, "p99-ms")
 				fake.Reset()
 			})
+		}
+		if err := p.g.Daemon.Meter.Sync(context.Background()); err != nil {
+			b.Fatal(err)
 		}
 		p.checkLedger(b, countRecords(b, p))
 	}

@@ -25,6 +25,7 @@ func inProcess(t *testing.T, fake *fakeupstream.Server, head string, setup func(
 	setup(d)
 	gw := testgateway.Start(t, head+providersTOML(fake.URL())+keysTOML(dir),
 		testgateway.Options{Env: map[string]string{"UP_KEY": upKey}})
+	d.sync = gw.Daemon.Meter.Sync
 	return gw, d
 }
 

@@ -115,6 +115,23 @@ type data struct {
 	dir  string
 	st   *sqlite.Store
 	auth *auth.Authenticator
+	// sync, when set, waits until the running gateway's meter has
+	// committed every settlement closed so far: with the settlement
+	// journal a bill is shown before its SQLite commit.
+	sync func(context.Context) error
+}
+
+// settled waits (bounded) for the meter's commits before a read.
+func (d *data) settled(tb testing.TB) {
+	tb.Helper()
+	if d.sync == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.sync(ctx); err != nil {
+		tb.Fatalf("the meter did not commit its settlements: %v", err)
+	}
 }
 
 func openData(tb testing.TB, dir string) *data {
@@ -163,6 +180,7 @@ func (d *data) newAccount(tb testing.TB, id string, tier store.Tier, balance int
 // usage returns every usage record of an account, by request id.
 func (d *data) usage(tb testing.TB, acct string) map[string][]store.Usage {
 	tb.Helper()
+	d.settled(tb)
 	out := map[string][]store.Usage{}
 	q := store.UsageQuery{AccountID: acct, Limit: 500}
 	for range 10_000 {
@@ -199,6 +217,7 @@ type ledger struct {
 // balance is the sum of its entries.
 func (d *data) ledger(tb testing.TB, acct string) ledger {
 	tb.Helper()
+	d.settled(tb)
 	c := context.Background()
 	if err := d.st.Audit(c, acct); err != nil {
 		tb.Errorf("audit of %s: %v", acct, err)
