@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -424,5 +425,38 @@ func TestJournalDirValidated(t *testing.T) {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%s: no error", dir)
 		}
+	}
+}
+
+// BenchmarkJournalAppend is one settlement's journal record: its JSON
+// (~345 bytes), the frame and one write(2) to the page cache, under the
+// journal's mutex; "64" is 64 goroutines appending at once.
+func BenchmarkJournalAppend(b *testing.B) {
+	u := store.Usage{RequestID: "req_0123456789abcdef01234567", AccountID: "acct_1234", KeyID: "key_abcdef",
+		Model: "claude-sonnet-4-5", Provider: "anthropic", InputTokens: 2500, OutputTokens: 300, CacheReadTokens: 1000,
+		Cost: 12345, Charge: 14197, Savings: 2700, Cache: "miss", LatencyMicros: 812345, Status: 200, At: time.Now()}
+	for _, par := range []int{1, 64} {
+		b.Run(strconv.Itoa(par), func(b *testing.B) {
+			j := openJournal(b.TempDir(), 0, slog.New(slog.DiscardHandler))
+			defer j.close()
+			if par == 1 {
+				for b.Loop() {
+					if _, err := j.append(&u); err != nil {
+						b.Fatal(err)
+					}
+				}
+				return
+			}
+			b.SetParallelism(max(par/runtime.GOMAXPROCS(0), 1))
+			b.RunParallel(func(pb *testing.PB) {
+				u := u
+				for pb.Next() {
+					if _, err := j.append(&u); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
 	}
 }
