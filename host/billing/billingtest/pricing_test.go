@@ -187,3 +187,27 @@ func TestResponsesDialectPriced(t *testing.T) {
 		}
 	}
 }
+
+// A tier's spread set in pipeline.toml ([billing.tiers.pro]
+// spread_percent = 12.5) prices the Anthropic example: charge
+// ⌈18,750 × 1.125⌉ = 21,094 µUSD, on the header and the record.
+func TestTierSpreadFromConfig(t *testing.T) {
+	fake := fakeupstream.New(fakeupstream.WithAPIKey(upKey))
+	t.Cleanup(fake.Close)
+	var pro account
+	gw, d := inProcess(t, fake, "\n[billing.tiers.pro]\nspread_percent = 12.5\n", func(d *data) {
+		pro = d.newAccount(t, "acct_spread", store.TierPro, 10*store.MicroUSD, auth.KeySpec{})
+	})
+	fake.Script(fakeupstream.Combine(fakeupstream.Reply(padTo("Priced: ", 4*350)), fakeupstream.Cached(8000, 2000)))
+	a := send(context.Background(), httpClient(1), gw.URL, pro.key, call{dialect: anthropicD, model: "claude-sonnet-4-5",
+		maxTokens: 1000, prompt: padTo("spread: price this request. ", 4*1200)})
+	if a.status != 200 {
+		t.Fatalf("%d %.300s", a.status, a.body)
+	}
+	if got := a.header.Get("X-Bardo-Cost"); got != fmtUSD(21_094) {
+		t.Errorf("X-Bardo-Cost %s, want %s", got, fmtUSD(21_094))
+	}
+	if rs := d.usage(t, pro.id)[a.id]; len(rs) != 1 || rs[0].Cost != 18_750 || rs[0].Charge != 21_094 {
+		t.Errorf("records %+v", rs)
+	}
+}
