@@ -256,6 +256,14 @@ func TestTenantIsolation(t *testing.T) {
 		if strings.Contains(textB, aliceMail) || !strings.Contains(textB, bobMail) {
 			t.Errorf("B's answer %q", textB)
 		}
+		// count_tokens runs the request phase too: the e-mail is masked
+		// before the upstream counts.
+		ct := apitest.Post(t, r.gw.URL, "/v1/messages/count_tokens",
+			`{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"Count my address `+aliceMail+`"}]}`,
+			"x-api-key", r.keyA)
+		if ct.Status != 200 || r.fake.Last().Path != "/v1/messages/count_tokens" || strings.Contains(string(r.fake.Last().Body), aliceMail) {
+			t.Errorf("count_tokens: %d, the upstream got %s %s", ct.Status, r.fake.Last().Path, r.fake.Last().Body)
+		}
 		// A's repeat is a hit from A's own cache, restored with A's value.
 		n = r.calls()
 		textA, h = r.askOA(t, r.keyA, "gpt-4o", "Remember my address "+aliceMail+" for the invoice")
