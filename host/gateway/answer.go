@@ -335,7 +335,8 @@ func (s *streamer) run(w *bufio.Writer) {
 		s.tab.StreamEnd, s.tab.Err = StreamBroken, e
 		s.g.Log.Warn("stream failed", "request_id", s.x.Meta.RequestID, "provider", s.route.Provider, "err", e.Message)
 		if passthrough {
-			enc = codecFor(s.x.Meta.Dialect).NewStreamEncoder(s.x.Req)
+			// Mid-stream: the upstream's own events began it.
+			enc = joined(codecFor(s.x.Meta.Dialect).NewStreamEncoder(s.x.Req))
 		}
 		buf = enc.Encode(buf[:0], &wire.Event{Type: wire.EventError, Error: e})
 		w.Write(buf)
@@ -463,7 +464,7 @@ func (g *Gateway) streamPanicked(w *bufio.Writer, x *pipeline.Exchange, r any) b
 	g.Log.Error("panic writing a stream", "request_id", x.Meta.RequestID, "panic", r, "stack", string(debug.Stack()))
 	ev := wire.Event{Type: wire.EventError, Error: &wire.Error{Status: 500, Kind: wire.ErrInternal,
 		Message: "the gateway hit an internal error writing this stream; it has been logged"}}
-	w.Write(codecFor(x.Meta.Dialect).NewStreamEncoder(x.Req).Encode(nil, &ev))
+	w.Write(joined(codecFor(x.Meta.Dialect).NewStreamEncoder(x.Req)).Encode(nil, &ev))
 	w.Flush()
 	return true
 }
@@ -534,9 +535,15 @@ func ended(passthrough, sawEnd bool, dec streamDecoder) bool {
 	return true
 }
 
-// isEndMarker recognizes the last event of an OpenAI or Anthropic stream.
+// isEndMarker recognizes the last event of an OpenAI Chat, Anthropic or
+// OpenAI Responses stream (which ends at its terminal response event,
+// without [DONE]).
 func isEndMarker(ev wire.SSE) bool {
-	return ev.Event == "message_stop" || string(ev.Data) == "[DONE]"
+	switch ev.Event {
+	case "message_stop", "response.completed", "response.incomplete", "response.failed":
+		return true
+	}
+	return string(ev.Data) == "[DONE]"
 }
 
 // AnnotationReplayPace is the annotation a layer sets, with a number of
@@ -580,4 +587,14 @@ func replayPace(anns []wire.KV) time.Duration {
 		}
 	}
 	return 0
+}
+
+// joined marks a fresh stream encoder as writing into a stream already
+// under way, for the encoders that would otherwise begin it again (the
+// Responses API's lifecycle events name the response).
+func joined(e streamEncoder) streamEncoder {
+	if j, ok := e.(interface{ Joined() }); ok {
+		j.Joined()
+	}
+	return e
 }

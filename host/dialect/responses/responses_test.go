@@ -350,3 +350,15 @@ func TestHostedTools(t *testing.T) {
 		t.Errorf("hosted tools not written back: %s", out)
 	}
 }
+
+// An encoder joining a relayed stream that broke writes the error event
+// alone: no response.created or response.failed naming a response of its
+// own, which the SDKs would refuse as a changed identity.
+func TestJoinedEncoderWritesErrorOnly(t *testing.T) {
+	e := NewStreamEncoder()
+	e.Joined()
+	out := string(e.Encode(nil, &wire.Event{Type: wire.EventError, Error: &wire.Error{Status: 502, Kind: wire.ErrUpstream, Message: "upstream x stream broke off"}}))
+	if !strings.HasPrefix(out, "event: error\n") || strings.Count(out, "event: ") != 1 || !strings.Contains(out, "broke off") || !e.Done() {
+		t.Fatalf("joined error: %q", out)
+	}
+}

@@ -38,6 +38,7 @@ type StreamEncoder struct {
 	model   string
 	seq     int64
 	started bool
+	joined  bool // writing into a stream it did not start (Joined)
 	done    bool
 	stop    string
 	usage   wire.Usage
@@ -48,6 +49,14 @@ type StreamEncoder struct {
 func NewStreamEncoder() *StreamEncoder {
 	return &StreamEncoder{ID: NewID(), Created: time.Now().Unix()}
 }
+
+// Joined makes the encoder write into a stream it did not start: one the
+// gateway relayed from a Responses upstream as it came, until it broke. It
+// writes no lifecycle events of its own, and an error is the error event
+// alone: a response.created or response.failed of its own would name a
+// response the caller never saw created (the SDKs refuse a changed
+// identity).
+func (s *StreamEncoder) Joined() { s.started, s.joined = true, true }
 
 // Done reports whether the stream's last event (response.completed, or
 // response.failed) was written.
@@ -288,6 +297,10 @@ func (s *StreamEncoder) fail(dst []byte, e *wire.Error) []byte {
 	dst = jsonx.AppendString(dst, errorMessage(e))
 	dst = append(dst, `,"param":null`...)
 	dst = end(dst)
+	if s.joined {
+		s.done = true
+		return dst
+	}
 	for i := range s.items {
 		s.items[i].closed = true
 	}
