@@ -3,6 +3,7 @@ package billing
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"log/slog"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/bardoinference/bardo/host/gateway"
 	"github.com/bardoinference/bardo/host/pricing"
 	"github.com/bardoinference/bardo/host/store"
+	"github.com/bardoinference/bardo/host/store/sqlite"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -458,5 +460,53 @@ func BenchmarkJournalAppend(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// TestUsageReadsItsWrites: with the journal, Close returns before its
+// commit, yet the caller's GET /v1/usage (Meter.Usage) right after shows
+// the request: the read waits for the commit. Another connection holds
+// SQLite's write lock so the commit cannot happen before the read starts.
+func TestUsageReadsItsWrites(t *testing.T) {
+	e := newEnv(t, 1_000_000, nil)
+	ctx := context.Background()
+	p := e.principal("k1")
+	c, werr := e.m.Open(ctx, p, admission(1000, 1000, haiku))
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(e.dir, sqlite.FileName)+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	s := e.served(haiku, wire.Usage{InputTokens: 1000, OutputTokens: 1000})
+	c.Tab.Close(s) // journaled; its commit waits for the lock
+	got := make(chan store.UsagePage, 1)
+	go func() {
+		page, err := e.m.Usage(ctx, store.UsageQuery{AccountID: "a", Limit: 10})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- page
+	}()
+	select {
+	case page := <-got: // answered while the commit cannot have happened
+		t.Fatalf("usage answered before the commit: %d records", len(page.Records))
+	case <-time.After(50 * time.Millisecond):
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if page := <-got; len(page.Records) != 1 || page.Records[0].RequestID != s.RequestID {
+		t.Fatalf("usage after the commit: %+v", page.Records)
 	}
 }
