@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -190,11 +191,17 @@ func New(cfg Config) (*Meter, error) {
 	cfg.applyDefaults()
 	m := &Meter{cfg: cfg, st: cfg.Store, log: cfg.Log, now: cfg.Now, accounts: map[string]*account{}}
 	if cfg.JournalDir != "" {
+		lock, err := lockJournal(filepath.Join(cfg.JournalDir, JournalPrefix+"lock"))
+		if err != nil {
+			return nil, fmt.Errorf("billing: settlement journal: %w", err)
+		}
 		last, err := replayJournal(cfg.Store, cfg.JournalDir, cfg.MaxBatch, cfg.Log)
 		if err != nil {
+			lock.Close()
 			return nil, err
 		}
 		m.j = openJournal(cfg.JournalDir, last, cfg.Log)
+		m.j.lock = lock
 	}
 	m.w = newWriter(m)
 	go m.w.run()

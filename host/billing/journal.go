@@ -125,7 +125,8 @@ type journal struct {
 	live    []*segment // not yet deleted
 	seq     uint64     // the last segment number used
 	buf     []byte
-	failing bool // the last append failed (logged once, until one succeeds)
+	failing bool     // the last append failed (logged once, until one succeeds)
+	lock    *os.File // ledger.journal.lock, held while the meter lives (nil in tests)
 }
 
 func openJournal(dir string, lastSeq uint64, log *slog.Logger) *journal {
@@ -242,6 +243,10 @@ func (j *journal) close() int {
 		} else {
 			kept += s.written - s.done
 		}
+	}
+	if j.lock != nil {
+		j.lock.Close()
+		j.lock = nil
 	}
 	return kept
 }

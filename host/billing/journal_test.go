@@ -510,3 +510,25 @@ func TestUsageReadsItsWrites(t *testing.T) {
 		t.Fatalf("usage after the commit: %+v", page.Records)
 	}
 }
+
+// TestJournalOneGatewayPerDir: a second meter on a data directory whose
+// journal a live meter holds refuses to start (it would replay and delete
+// the live segments); once the first closes, it starts.
+func TestJournalOneGatewayPerDir(t *testing.T) {
+	e := newEnv(t, 1_000_000, nil)
+	cfg := Config{Store: e.s, Log: slog.New(slog.DiscardHandler), JournalDir: e.dir}
+	if m, err := New(cfg); err == nil || !strings.Contains(err.Error(), "another gateway") {
+		if m != nil {
+			m.Close(context.Background())
+		}
+		t.Fatalf("second meter on a held journal: %v", err)
+	}
+	if err := e.m.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.m = m // closed by the env
+}
