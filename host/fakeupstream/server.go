@@ -1,7 +1,8 @@
 // Package fakeupstream is the one fake LLM provider used by the test suite.
 //
 // A Server speaks the real wire formats of the OpenAI Chat Completions API
-// (POST /v1/chat/completions, GET /v1/models), the OpenAI Responses API
+// (POST /v1/chat/completions, GET /v1/models), OpenAI's embeddings
+// (POST /v1/embeddings, embeddings.go), the OpenAI Responses API
 // (POST /v1/responses, responses.go) and the Anthropic Messages API
 // (POST /v1/messages, POST /v1/messages/count_tokens): the same JSON shapes,
 // the same server-sent-event framing, the same authentication checks and the
@@ -173,6 +174,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.openAIChat(w, r, body)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/responses":
 		s.openAIResponses(w, r, body) // responses.go
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/embeddings":
+		s.openAIEmbeddings(w, r, body) // embeddings.go
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/models":
 		s.openAIModels(w, r)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":

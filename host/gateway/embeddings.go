@@ -1,10 +1,11 @@
 package gateway
 
 // POST /v1/embeddings in OpenAI's shape, served by the local models
-// ([[model]] entries of kind embedder, e.g. the offline GloVe "embed"):
-// the model field names the [[model]]. Upstream embedding providers are
-// not routed to yet; an Anthropic-only gateway (Anthropic has no
-// embeddings API) serves exactly its local models.
+// ([[model]] entries of kind embedder, e.g. the offline GloVe "embed"),
+// free, when the model field names a [[model]]; any other model goes to
+// the upstream providers that offer embeddings (embedupstream.go), priced
+// and billed. An Anthropic-only gateway (Anthropic has no embeddings API)
+// serves exactly its local models and answers 404 for the rest.
 
 import (
 	"context"
@@ -19,6 +20,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/bardoinference/bardo/host/models/registry"
+	"github.com/bardoinference/bardo/host/pipeline"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -43,10 +45,14 @@ type embeddingRequest struct {
 	Dimensions     *int            `json:"dimensions"`
 }
 
-// embeddings serves POST /v1/embeddings.
+// embeddings serves POST /v1/embeddings: a model named by a [[model]]
+// entry is embedded locally (free), any other is routed to the upstream
+// providers that offer embeddings (embedupstream.go).
 func (g *Gateway) embeddings(ctx *fasthttp.RequestCtx, method string) {
 	const d = wire.DialectOpenAI
-	ctx.Response.Header.Set(HeaderRequestID, newRequestID())
+	began := time.Now()
+	rid := newRequestID()
+	ctx.Response.Header.Set(HeaderRequestID, rid)
 	if method != fasthttp.MethodPost {
 		ctx.Response.Header.Set("Allow", "POST")
 		WriteError(ctx, d, &wire.Error{Status: 405, Kind: wire.ErrInvalidRequest, Message: "method " + method + " is not allowed on /v1/embeddings; use POST"})
@@ -57,10 +63,18 @@ func (g *Gateway) embeddings(ctx *fasthttp.RequestCtx, method string) {
 		WriteError(ctx, d, &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest, Message: "invalid request: " + err.Error()})
 		return
 	}
-	texts, werr := embeddingInputs(req.Input)
-	if werr == nil && req.Model == "" {
-		werr = &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest, Message: "model: is required (a [[model]] embedder of pipeline.toml, e.g. \"embed\")"}
+	if req.Model == "" {
+		WriteError(ctx, d, &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest,
+			Message: "model: is required (a [[model]] embedder of pipeline.toml, e.g. \"embed\", or an upstream embedding model)"})
+		return
 	}
+	p, release := g.Pipelines.Acquire()
+	defer release()
+	if !localModel(p, req.Model) {
+		g.embedUpstream(ctx, p, rid, &req, began)
+		return
+	}
+	texts, werr := embeddingInputs(req.Input)
 	if werr == nil && req.EncodingFormat != "" && req.EncodingFormat != "float" && req.EncodingFormat != "base64" {
 		werr = &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest, Message: "encoding_format: must be float or base64"}
 	}
@@ -68,8 +82,14 @@ func (g *Gateway) embeddings(ctx *fasthttp.RequestCtx, method string) {
 		WriteError(ctx, d, werr)
 		return
 	}
-	if _, werr := g.admit(context.Background(), &Admission{Dialect: d, Path: "/v1/embeddings", Header: &ctx.Request.Header,
-		RemoteIP: remoteIP(ctx), Model: req.Model}); werr != nil {
+	// A local model costs nothing: admitted as a read (Spends false), so
+	// keys, scopes and the account's headers apply, and no tab opens.
+	caller, werr := g.admit(context.Background(), &Admission{Dialect: d, Path: "/v1/embeddings", Header: &ctx.Request.Header,
+		RemoteIP: remoteIP(ctx), Model: req.Model})
+	for _, kv := range caller.Headers {
+		ctx.Response.Header.Set(kv.Key, kv.Value)
+	}
+	if werr != nil {
 		WriteError(ctx, d, werr)
 		return
 	}
@@ -93,8 +113,29 @@ func (g *Gateway) embeddings(ctx *fasthttp.RequestCtx, method string) {
 			Message: "dimensions: model " + req.Model + " gives " + strconv.Itoa(len(vecs[0])) + "-dimensional vectors; it cannot shorten them"})
 		return
 	}
+	ctx.Response.Header.Set(HeaderProvider, LocalProvider)
+	ctx.Response.Header.Set(HeaderModel, req.Model)
 	ctx.SetContentType("application/json")
 	ctx.SetBody(appendEmbeddings(nil, req.Model, texts, vecs, req.EncodingFormat == "base64"))
+}
+
+// LocalProvider is what X-Bardo-Provider says of an answer a local
+// [[model]] gave.
+const LocalProvider = "local"
+
+// localModel reports whether model names a [[model]] entry of the
+// pipeline's configuration (an embedder, or a classifier, which then says
+// it cannot embed).
+func localModel(p *pipeline.Pipeline, model string) bool {
+	if p == nil || p.Config == nil {
+		return false
+	}
+	for i := range p.Config.ModelSpecs {
+		if p.Config.ModelSpecs[i].Name == model {
+			return true
+		}
+	}
+	return false
 }
 
 // embeddingInputs reads input: a string or an array of strings (token
