@@ -197,9 +197,6 @@ func (t *tab) wait(p *posting, reqID string, meter int64) int64 {
 	defer timer.Stop()
 	select {
 	case <-p.done:
-		if p.res.Replayed {
-			t.m.log.Warn("billing: request already settled; nothing charged twice", t.logAttrs(reqID)...)
-		}
 		return p.res.Balance
 	case <-timer.C:
 		t.m.log.Error("billing: settlement not committed in time; the bill shows the meter's figures and the posting stays queued",

@@ -214,6 +214,11 @@ func (w *writer) report(p *posting, r store.Posted) {
 	case r.Err != nil:
 		w.m.log.Error("billing: posting refused by the ledger; not charged", "request_id", p.u.RequestID,
 			"account", p.u.AccountID, "charge", p.u.Charge, "err", r.Err)
+	case r.Replayed:
+		// With the journal its bill already showed the charge: the ledger
+		// keeps the first settlement's, and the meter follows the ledger.
+		w.m.log.Warn("billing: request already settled; nothing charged twice", "request_id", p.u.RequestID,
+			"account", p.u.AccountID, "key", p.u.KeyID)
 	case r.Shortfall > 0:
 		w.m.log.Warn("billing: the ledger capped a charge (the balance moved outside the gateway)",
 			"request_id", p.u.RequestID, "account", p.u.AccountID, "charge", p.u.Charge, "shortfall", r.Shortfall)
