@@ -662,31 +662,44 @@ func TestFromConfig(t *testing.T) {
 }
 
 // TestLedgerDown: when the store cannot commit, a settlement stays queued
-// (the bill shows the meter's figures after CommitWait), paid requests are
+// (the bill shows the meter's figures, at once with the journal, after
+// CommitWait without it; the journal keeps it for the next start), paid requests are
 // refused with 503 once the backlog reaches its bound, and closing the
 // meter reports what never reached the ledger rather than drop it quietly.
 func TestLedgerDown(t *testing.T) {
-	e := newEnv(t, 1_000_000, func(c *Config) { c.CommitWait, c.MaxBacklog = 50*time.Millisecond, 1 })
-	ctx := context.Background()
-	p := e.principal("k1")
-	c, werr := e.m.Open(ctx, p, admission(1000, 1000, haiku))
-	if werr != nil {
-		t.Fatal(werr)
+	for _, journal := range []bool{true, false} {
+		t.Run(mode(journal), func(t *testing.T) {
+			e := newEnv(t, 1_000_000, func(c *Config) {
+				c.CommitWait, c.MaxBacklog = 50*time.Millisecond, 1
+				if !journal {
+					c.JournalDir = ""
+				}
+			})
+			ctx := context.Background()
+			p := e.principal("k1")
+			c, werr := e.m.Open(ctx, p, admission(1000, 1000, haiku))
+			if werr != nil {
+				t.Fatal(werr)
+			}
+			e.s.Close() // every commit fails from here on
+			bill := c.Tab.Close(e.served(haiku, wire.Usage{InputTokens: 1000, OutputTokens: 1000}))
+			if header(bill.Headers, pricing.HeaderCost) != "0.007500" || header(bill.Headers, pricing.HeaderBalance) != "0.992500" {
+				t.Fatalf("bill while the ledger is down: %+v", bill.Headers)
+			}
+			_, werr = e.m.Open(ctx, p, admission(1000, 1000, haiku))
+			if werr == nil || werr.Status != 503 {
+				t.Fatalf("backlog at its bound: %+v", werr)
+			}
+			cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			defer cancel()
+			err := e.m.Close(cctx)
+			if err == nil || !strings.Contains(err.Error(), "1 settlements not committed") {
+				t.Fatalf("close: %v", err)
+			}
+			e.m = nil // closed
+			if n := len(journalFiles(t, e.dir)); journal && n != 1 || !journal && n != 0 {
+				t.Fatalf("%d journal segments left", n)
+			}
+		})
 	}
-	e.s.Close() // every commit fails from here on
-	bill := c.Tab.Close(e.served(haiku, wire.Usage{InputTokens: 1000, OutputTokens: 1000}))
-	if header(bill.Headers, pricing.HeaderCost) != "0.007500" || header(bill.Headers, pricing.HeaderBalance) != "0.992500" {
-		t.Fatalf("bill while the ledger is down: %+v", bill.Headers)
-	}
-	_, werr = e.m.Open(ctx, p, admission(1000, 1000, haiku))
-	if werr == nil || werr.Status != 503 {
-		t.Fatalf("backlog at its bound: %+v", werr)
-	}
-	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	defer cancel()
-	err := e.m.Close(cctx)
-	if err == nil || !strings.Contains(err.Error(), "1 settlements not committed") {
-		t.Fatalf("close: %v", err)
-	}
-	e.m = nil // closed
 }
