@@ -662,10 +662,11 @@ func TestFromConfig(t *testing.T) {
 }
 
 // TestLedgerDown: when the store cannot commit, a settlement stays queued
-// (the bill shows the meter's figures, at once with the journal, after
-// CommitWait without it; the journal keeps it for the next start), paid requests are
-// refused with 503 once the backlog reaches its bound, and closing the
-// meter reports what never reached the ledger rather than drop it quietly.
+// (the bill shows the meter's figures: at once with the journal, after
+// CommitWait without it), paid requests are refused with 503 once the
+// backlog reaches its bound, and closing the meter reports what never
+// reached the ledger rather than drop it quietly; the journal keeps it
+// for the next start.
 func TestLedgerDown(t *testing.T) {
 	for _, journal := range []bool{true, false} {
 		t.Run(mode(journal), func(t *testing.T) {
