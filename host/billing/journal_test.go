@@ -2,9 +2,9 @@ package billing
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -291,9 +291,14 @@ func TestJournalFiguresEqualLedger(t *testing.T) {
 	if len(recs) != 64 {
 		t.Fatalf("%d records", len(recs))
 	}
-	slices.SortFunc(bills, func(x, y shown) int {
-		return -strings.Compare(fmt.Sprintf("%020s", x.balance), fmt.Sprintf("%020s", y.balance))
-	})
+	usd := func(s string) int64 {
+		m, err := pricing.ParseUSD(s)
+		if err != nil {
+			t.Fatalf("balance %q: %v", s, err)
+		}
+		return int64(m)
+	}
+	slices.SortFunc(bills, func(x, y shown) int { return cmp.Compare(usd(y.balance), usd(x.balance)) })
 	bal := int64(10_000_000)
 	for _, b := range bills {
 		if recs[b.id] != b.charge || b.charge == 0 {
