@@ -65,8 +65,9 @@ trusted = true
 
 // billedEmbeddings starts a keys-mode gateway over a real SQLite data
 // directory (as `bardo` runs with [auth] mode = "keys") in front of two
-// fake upstreams, with one free-tier account holding $10.
-func billedEmbeddings(t *testing.T) (gw *testgateway.Gateway, st *sqlite.Store, key string, up1, up2 *fakeupstream.Server) {
+// fake upstreams, with a free-tier account holding $10 (key) and an
+// empty one (broke).
+func billedEmbeddings(t *testing.T) (gw *testgateway.Gateway, st *sqlite.Store, key, broke string, up1, up2 *fakeupstream.Server) {
 	t.Helper()
 	up1 = fakeupstream.New(fakeupstream.WithAPIKey(upKey))
 	up2 = fakeupstream.New(fakeupstream.WithAPIKey(upKey))
@@ -89,26 +90,32 @@ func billedEmbeddings(t *testing.T) (gw *testgateway.Gateway, st *sqlite.Store, 
 	if _, err := st.TopUp(c, "acct_embed", 10*store.MicroUSD, "test top-up"); err != nil {
 		t.Fatal(err)
 	}
-	key, _, err = auth.New(st, secret, auth.Options{Accounts: st}).Create(c, "acct_embed", auth.KeySpec{Name: "embed"})
-	if err != nil {
+	keys := auth.New(st, secret, auth.Options{Accounts: st})
+	if key, _, err = keys.Create(c, "acct_embed", auth.KeySpec{Name: "embed"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateAccount(c, store.Account{ID: "acct_broke", Name: "broke", Tier: store.TierFree}); err != nil {
+		t.Fatal(err)
+	}
+	if broke, _, err = keys.Create(c, "acct_broke", auth.KeySpec{Name: "broke"}); err != nil {
 		t.Fatal(err)
 	}
 	gw = testgateway.Start(t, modeltest.TOML(t)+embedProviders(up1.URL(), up2.URL())+
 		"\n[auth]\nmode = \"keys\"\n\n[storage]\ndata_dir = \""+dir+"\"\n",
 		testgateway.Options{Env: map[string]string{"UP_KEY": upKey}})
-	return gw, st, key, up1, up2
+	return gw, st, key, broke, up1, up2
 }
 
 // usageOf returns the usage records of request id, once the meter has
 // committed what it settled.
-func usageOf(t *testing.T, gw *testgateway.Gateway, st *sqlite.Store, id string) []store.Usage {
+func usageOf(t *testing.T, gw *testgateway.Gateway, st *sqlite.Store, acct, id string) []store.Usage {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := gw.Daemon.Meter.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	p, err := st.Usage(ctx, store.UsageQuery{AccountID: "acct_embed", Limit: 500})
+	p, err := st.Usage(ctx, store.UsageQuery{AccountID: acct, Limit: 500})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +157,7 @@ func text(prefix string, tokens int) string {
 // spread, fails over, relays a refusal uncharged, and leaves the local
 // model free.
 func TestEmbeddingsUpstreamBilled(t *testing.T) {
-	gw, st, key, up1, up2 := billedEmbeddings(t)
+	gw, st, key, broke, up1, up2 := billedEmbeddings(t)
 	// 1,234 tokens at $0.13 a million = 160.42 µUSD; free tier, 25 %
 	// spread: ⌈160.42 × 1.25⌉ = ⌈200.525⌉ = 201 µUSD.
 	const tokens, cost, charge = 1234, 161, 201
@@ -181,7 +188,7 @@ func TestEmbeddingsUpstreamBilled(t *testing.T) {
 		if got := up1.Last().Header.Get("Authorization"); got != "Bearer "+upKey {
 			t.Errorf("the upstream got Authorization %q", got)
 		}
-		us := usageOf(t, gw, st, h.Get("X-Bardo-Request-Id"))
+		us := usageOf(t, gw, st, "acct_embed", h.Get("X-Bardo-Request-Id"))
 		if len(us) != 1 || us[0].InputTokens != tokens || us[0].OutputTokens != 0 || us[0].Cost != cost || us[0].Charge != charge ||
 			us[0].Provider != "emb1" || us[0].Model != "text-embedding-3-large" {
 			t.Errorf("usage records %+v", us)
@@ -222,7 +229,7 @@ func TestEmbeddingsUpstreamBilled(t *testing.T) {
 		if resp.Header.Get("X-Bardo-Fallback") != "emb1:503" || resp.Header.Get("X-Bardo-Cost") != pricing.Micros(charge).String() {
 			t.Errorf("fallback %q cost %q", resp.Header.Get("X-Bardo-Fallback"), resp.Header.Get("X-Bardo-Cost"))
 		}
-		if us := usageOf(t, gw, st, resp.Header.Get("X-Bardo-Request-Id")); len(us) != 1 || us[0].Provider != "emb2" || us[0].Charge != charge {
+		if us := usageOf(t, gw, st, "acct_embed", resp.Header.Get("X-Bardo-Request-Id")); len(us) != 1 || us[0].Provider != "emb2" || us[0].Charge != charge {
 			t.Errorf("usage records %+v", us)
 		}
 	})
@@ -246,7 +253,18 @@ func TestEmbeddingsUpstreamBilled(t *testing.T) {
 		if c := e.Response.Header.Get("X-Bardo-Cost"); c != "" && c != pricing.Micros(0).String() {
 			t.Errorf("X-Bardo-Cost %q on a refusal", c)
 		}
-		if us := usageOf(t, gw, st, id); len(us) != 1 || us[0].Charge != 0 || us[0].Status != 400 {
+		if us := usageOf(t, gw, st, "acct_embed", id); len(us) != 1 || us[0].Charge != 0 || us[0].Status != 400 {
+			t.Errorf("usage records %+v", us)
+		}
+	})
+
+	t.Run("refusal settled on its tab", func(t *testing.T) {
+		n := up1.Count("/v1/embeddings")
+		resp, b := postEmbeddings(t, gw.URL, broke, []byte(`{"model":"text-embedding-3-large","input":"no money"}`))
+		if resp.StatusCode != 402 || !strings.Contains(string(b), "insufficient balance") || up1.Count("/v1/embeddings") != n {
+			t.Fatalf("%d %s", resp.StatusCode, b)
+		}
+		if us := usageOf(t, gw, st, "acct_broke", resp.Header.Get("X-Bardo-Request-Id")); len(us) != 1 || us[0].Status != 402 || us[0].Charge != 0 {
 			t.Errorf("usage records %+v", us)
 		}
 	})
@@ -260,7 +278,7 @@ func TestEmbeddingsUpstreamBilled(t *testing.T) {
 		if up1.Count("/v1/embeddings")+up2.Count("/v1/embeddings") != n {
 			t.Error("a local model's request reached an upstream")
 		}
-		if us := usageOf(t, gw, st, resp.Header.Get("X-Bardo-Request-Id")); len(us) != 0 {
+		if us := usageOf(t, gw, st, "acct_embed", resp.Header.Get("X-Bardo-Request-Id")); len(us) != 0 {
 			t.Errorf("usage records %+v for a free local embedding", us)
 		}
 	})
@@ -308,5 +326,25 @@ trusted = true
 	}
 	if resp, b := postEmbeddings(t, gw.URL, "", []byte(`{"model":"embed","input":"hello"}`)); resp.StatusCode != 200 {
 		t.Errorf("local model: %d %s", resp.StatusCode, b)
+	}
+}
+
+// A provider that cannot be reached is failed over like one that answers
+// 5xx: the next provider of the model serves.
+func TestEmbeddingsFailoverOnConnectionFailure(t *testing.T) {
+	dead := fakeupstream.New()
+	dead.Close() // its port now refuses connections
+	up := fakeupstream.New(fakeupstream.WithAPIKey(upKey))
+	t.Cleanup(up.Close)
+	gw := testgateway.Start(t, embedProviders(dead.URL(), up.URL()), testgateway.Options{Env: map[string]string{"UP_KEY": upKey}})
+	resp, b := postEmbeddings(t, gw.URL, "", []byte(`{"model":"text-embedding-3-large","input":"hello"}`))
+	if resp.StatusCode != 200 || resp.Header.Get("X-Bardo-Provider") != "emb2" || resp.Header.Get("X-Bardo-Fallback") != "emb1:502" {
+		t.Fatalf("%d provider %q fallback %q: %.200s", resp.StatusCode, resp.Header.Get("X-Bardo-Provider"), resp.Header.Get("X-Bardo-Fallback"), b)
+	}
+	// Both unreachable: the caller gets the last failure, 502, in OpenAI's shape.
+	up.Close()
+	resp, b = postEmbeddings(t, gw.URL, "", []byte(`{"model":"text-embedding-3-large","input":"hello"}`))
+	if resp.StatusCode != 502 || !strings.Contains(string(b), `"error"`) || strings.Contains(string(b), "127.0.0.1") {
+		t.Errorf("%d %s", resp.StatusCode, b)
 	}
 }
