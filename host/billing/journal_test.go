@@ -470,7 +470,8 @@ func BenchmarkJournalAppend(b *testing.B) {
 
 // TestUsageReadsItsWrites: with the journal, Close returns before its
 // commit, yet the caller's GET /v1/usage (Meter.Usage) right after shows
-// the request: the read waits for the commit. Another connection holds
+// the request, and GET /v1/balance (AccountStatus) the balance its bill
+// showed: the reads wait for the commit. Another connection holds
 // SQLite's write lock so the commit cannot happen before the read starts.
 func TestUsageReadsItsWrites(t *testing.T) {
 	e := newEnv(t, 1_000_000, nil)
@@ -496,6 +497,7 @@ func TestUsageReadsItsWrites(t *testing.T) {
 	s := e.served(haiku, wire.Usage{InputTokens: 1000, OutputTokens: 1000})
 	c.Tab.Close(s) // journaled; its commit waits for the lock
 	got := make(chan store.UsagePage, 1)
+	status := make(chan gateway.AccountStatus, 1)
 	go func() {
 		page, err := e.m.Usage(ctx, store.UsageQuery{AccountID: "a", Limit: 10})
 		if err != nil {
@@ -503,9 +505,18 @@ func TestUsageReadsItsWrites(t *testing.T) {
 		}
 		got <- page
 	}()
+	go func() {
+		st, err := e.m.AccountStatus(ctx, "a", "k1")
+		if err != nil {
+			t.Error(err)
+		}
+		status <- st
+	}()
 	select {
 	case page := <-got: // answered while the commit cannot have happened
 		t.Fatalf("usage answered before the commit: %d records", len(page.Records))
+	case st := <-status:
+		t.Fatalf("balance answered before the commit: %+v", st)
 	case <-time.After(50 * time.Millisecond):
 	}
 	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
@@ -513,6 +524,9 @@ func TestUsageReadsItsWrites(t *testing.T) {
 	}
 	if page := <-got; len(page.Records) != 1 || page.Records[0].RequestID != s.RequestID {
 		t.Fatalf("usage after the commit: %+v", page.Records)
+	}
+	if st := <-status; st.Balance != 1_000_000-7_500 || st.Held != 0 {
+		t.Fatalf("balance after the commit: %d held %d; the bill showed 0.992500", st.Balance, st.Held)
 	}
 }
 

@@ -13,8 +13,12 @@ var _ gateway.AccountReader = (*Meter)(nil)
 // AccountStatus is the account's live state as key sees it (key "" for
 // the account alone): the ledger balance, what open and closing requests
 // hold, the allowance, the key's rate limit and the budgets that apply,
-// each with what it has taken this period (charges plus holds).
+// each with what it has taken this period (charges plus holds). It first
+// waits for the settlements closed so far to commit (Usage), so the
+// balance is the one the caller's last bill showed, not that one's
+// charge still counted as held.
 func (m *Meter) AccountStatus(ctx context.Context, account, key string) (gateway.AccountStatus, error) {
+	m.syncRead(ctx)
 	a, err := m.account(ctx, account)
 	if err != nil {
 		return gateway.AccountStatus{}, err
