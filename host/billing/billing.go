@@ -77,9 +77,10 @@ type Config struct {
 	// (default 4096): a store that cannot commit stops new spending rather
 	// than pile up unrecorded charges.
 	MaxBacklog int
-	// CommitWait bounds how long Tab.Close waits for its commit (default
-	// 10 s); past it the bill shows the meter's own figures and the posting
-	// stays queued, retried until it commits.
+	// CommitWait bounds how long Tab.Close waits for its commit when it
+	// does (no journal, or one that cannot be written; default 10 s): past
+	// it the bill shows the meter's own figures and the posting stays
+	// queued, retried until it commits. It also bounds a read's Sync.
 	CommitWait time.Duration
 	// Refresh is how old an account's cached balance, tier and budgets may
 	// grow before the next request re-reads them (default 2 s): a top-up by
