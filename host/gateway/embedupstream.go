@@ -22,6 +22,7 @@ package gateway
 // without embeddings answers 404), one try each.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strconv"
@@ -224,22 +225,49 @@ func withJSONContentType(hs []wire.KV) []wire.KV {
 }
 
 // embeddingUsage reads usage.prompt_tokens from an embeddings answer
-// without decoding its vectors; nil when it has none.
+// without decoding its vectors; nil when it has none. OpenAI writes usage
+// last, after tens of kilobytes of vectors: it is looked for at the end,
+// and the object scanned member by member when it is not there.
 func embeddingUsage(body []byte) *wire.Usage {
+	var usage struct {
+		PromptTokens *int64 `json:"prompt_tokens"`
+	}
+	read := func(val []byte) *wire.Usage {
+		if json.Unmarshal(val, &usage) != nil || usage.PromptTokens == nil {
+			return nil
+		}
+		return &wire.Usage{InputTokens: max(*usage.PromptTokens, 0)}
+	}
+	if i := bytes.LastIndex(body, []byte(`"usage"`)); i > 0 {
+		// The top level's last member: a key after '{' or ',', and after
+		// its value only the object's '}'.
+		j := i - 1
+		for j > 0 && isSpace(body[j]) {
+			j--
+		}
+		k := jsonscan.SkipSpace(body, i+len(`"usage"`))
+		if (body[j] == ',' || body[j] == '{') && k < len(body) && body[k] == ':' {
+			vs := jsonscan.SkipSpace(body, k+1)
+			if ve := jsonscan.SkipValue(body, vs); ve > vs {
+				end := jsonscan.SkipSpace(body, ve)
+				if end < len(body) && body[end] == '}' && jsonscan.SkipSpace(body, end+1) == len(body) {
+					if u := read(body[vs:ve]); u != nil {
+						return u
+					}
+				}
+			}
+		}
+	}
 	var u *wire.Usage
 	jsonscan.EachMember(body, func(key, val []byte) {
-		if string(key) != "usage" {
-			return
-		}
-		var usage struct {
-			PromptTokens *int64 `json:"prompt_tokens"`
-		}
-		if json.Unmarshal(val, &usage) == nil && usage.PromptTokens != nil {
-			u = &wire.Usage{InputTokens: max(*usage.PromptTokens, 0)}
+		if string(key) == "usage" {
+			u = read(val)
 		}
 	})
 	return u
 }
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // embedPrices are provider's prices for model, an embedding's: the input
 // price, and no output tokens (a catalog entry that gives no output price
