@@ -121,7 +121,7 @@ func (g *Gateway) embedUpstream(ctx *fasthttp.RequestCtx, p *pipeline.Pipeline, 
 		if pr.Spec.Direct {
 			if x.CallerKey == "" {
 				lastErr = &wire.Error{Status: 401, Kind: wire.ErrAuthentication,
-					Message: "provider " + route.Provider + " is reached with the caller's own key; send it as X-Bardo-Upstream-Key"}
+					Message: "provider " + route.Provider + " is reached with your own API key: send it as " + HeaderUpstreamKey + ": <key> (or, without a gateway key, as Authorization: Bearer <key>)"}
 				tried = append(tried, route.Provider+":401")
 				continue
 			}
@@ -149,6 +149,9 @@ func (g *Gateway) embedUpstream(ctx *fasthttp.RequestCtx, p *pipeline.Pipeline, 
 			ctx.Response.Header.Set(HeaderModel, model)
 			if len(tried) > 0 {
 				ctx.Response.Header.Set(HeaderFallback, strings.Join(tried, ","))
+			}
+			if pr.Spec.Direct {
+				ctx.Response.Header.Set(HeaderCost, pricing.DirectCost) // the bill's, when there is one, says the same
 			}
 			settle()
 			ctx.SetStatusCode(resp.Status)

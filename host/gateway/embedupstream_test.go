@@ -26,7 +26,8 @@ import (
 
 // embedProviders are two OpenAI-compatible providers of the same
 // embedding model at prices the tests compute by hand, the first
-// preferred, and an Anthropic provider (which cannot embed).
+// preferred; a direct provider (the caller's own key, at second) of
+// mine-embed-*; and an Anthropic provider (which cannot embed).
 func embedProviders(first, second string) string {
 	return `
 [[provider]]
@@ -51,6 +52,18 @@ trusted = true
 
 [[provider.model]]
 id = "text-embedding-3-large"
+input_price = "0.13"
+
+[[provider]]
+name = "mine"
+plugin = "openai-compatible.wasm"
+base_url = "` + second + `/v1"
+models = ["mine-embed-*"]
+direct = true
+trusted = true
+
+[[provider.model]]
+id = "mine-embed-1"
 input_price = "0.13"
 
 [[provider]]
@@ -128,11 +141,16 @@ func usageOf(t *testing.T, gw *testgateway.Gateway, st *sqlite.Store, acct, id s
 	return out
 }
 
-func postEmbeddings(t *testing.T, url, key string, body []byte) (*http.Response, []byte) {
+func postEmbeddings(t *testing.T, url, key string, body []byte, header ...string) (*http.Response, []byte) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", url+"/v1/embeddings", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+key)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -266,6 +284,26 @@ func TestEmbeddingsUpstreamBilled(t *testing.T) {
 		}
 		if us := usageOf(t, gw, st, "acct_broke", resp.Header.Get("X-Bardo-Request-Id")); len(us) != 1 || us[0].Status != 402 || us[0].Charge != 0 {
 			t.Errorf("usage records %+v", us)
+		}
+	})
+
+	t.Run("direct provider", func(t *testing.T) {
+		body := []byte(`{"model":"mine-embed-1","input":"` + text("direct. ", tokens) + `"}`)
+		resp, b := postEmbeddings(t, gw.URL, key, body, "X-Bardo-Upstream-Key", upKey)
+		if resp.StatusCode != 200 || resp.Header.Get("X-Bardo-Provider") != "mine" || resp.Header.Get("X-Bardo-Cost") != "direct" {
+			t.Fatalf("%d provider %q cost %q: %.200s", resp.StatusCode, resp.Header.Get("X-Bardo-Provider"), resp.Header.Get("X-Bardo-Cost"), b)
+		}
+		if got := up2.Last().Header.Get("Authorization"); got != "Bearer "+upKey {
+			t.Errorf("the direct provider got Authorization %q", got)
+		}
+		if us := usageOf(t, gw, st, "acct_embed", resp.Header.Get("X-Bardo-Request-Id")); len(us) != 1 || us[0].Charge != 0 || us[0].InputTokens != tokens {
+			t.Errorf("usage records %+v", us)
+		}
+		// Without the caller's own key the gateway's is never sent.
+		n := up2.Count("/v1/embeddings")
+		if resp, b := postEmbeddings(t, gw.URL, key, body); resp.StatusCode != 401 || !strings.Contains(string(b), "X-Bardo-Upstream-Key") ||
+			up2.Count("/v1/embeddings") != n {
+			t.Errorf("without a key: %d %s", resp.StatusCode, b)
 		}
 	})
 
