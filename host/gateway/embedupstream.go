@@ -313,6 +313,17 @@ func noEmbeddingProvider(p *pipeline.Pipeline, model string) *wire.Error {
 	}
 	msg := "The model `" + model + "` does not exist here: no configured provider offers embeddings for it " +
 		"(embeddings are routed to OpenAI-compatible providers whose models match; Anthropic and Gemini providers have no embeddings API here)"
+	var disabled []string
+	if p != nil {
+		for _, pr := range p.Providers {
+			if !pr.Enabled && pr.Spec.Serves(model) {
+				disabled = append(disabled, pr.Spec.Name)
+			}
+		}
+	}
+	if len(disabled) > 0 {
+		msg += "; providers " + strings.Join(disabled, ", ") + " match the model but have no credentials configured"
+	}
 	if len(local) > 0 {
 		msg += "; the local [[model]] embedders are: " + strings.Join(local, ", ")
 	} else {

@@ -332,8 +332,10 @@ func TestEmbeddingsUpstreamBilled(t *testing.T) {
 }
 
 // A gateway whose only provider is Anthropic (which has no embeddings
-// API) serves its local [[model]] embedders and answers any other model
-// with a 404 in OpenAI's shape that says why and names them.
+// API; an OpenAI entry without its key is disabled) serves its local
+// [[model]] embedders and answers any other model with a 404 in OpenAI's
+// shape that says why, names them, and names the provider that lacks a
+// key.
 func TestEmbeddingsAnthropicOnly(t *testing.T) {
 	fake := fakeupstream.New(fakeupstream.WithAPIKey(upKey))
 	t.Cleanup(fake.Close)
@@ -343,6 +345,14 @@ name = "claude"
 plugin = "anthropic.wasm"
 base_url = "`+fake.URL()+`"
 credential = "env:UP_KEY"
+trusted = true
+
+[[provider]]
+name = "openai"
+plugin = "openai-compatible.wasm"
+base_url = "`+fake.URL()+`/v1"
+credential = "env:UNSET_OPENAI_KEY"
+models = ["gpt-*", "text-embedding-*"]
 trusted = true
 `, testgateway.Options{Env: map[string]string{"UP_KEY": upKey}})
 	resp, b := postEmbeddings(t, gw.URL, "", []byte(`{"model":"text-embedding-3-small","input":"hello"}`))
@@ -355,7 +365,8 @@ trusted = true
 	if resp.StatusCode != 404 || json.Unmarshal(b, &e) != nil || e.Error.Message == "" {
 		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
-	if !strings.Contains(e.Error.Message, "no configured provider offers embeddings") || !strings.Contains(e.Error.Message, "embed") ||
+	if !strings.Contains(e.Error.Message, "no configured provider offers embeddings") || !strings.Contains(e.Error.Message, "embedders are: embed") ||
+		!strings.Contains(e.Error.Message, "providers openai match the model but have no credentials configured") ||
 		resp.Header.Get("X-Bardo-Request-Id") == "" {
 		t.Errorf("message %q, request id %q", e.Error.Message, resp.Header.Get("X-Bardo-Request-Id"))
 	}
