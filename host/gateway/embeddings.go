@@ -53,18 +53,24 @@ func (g *Gateway) embeddings(ctx *fasthttp.RequestCtx, method string) {
 	began := time.Now()
 	rid := newRequestID()
 	ctx.Response.Header.Set(HeaderRequestID, rid)
+	// refuse answers a request turned away before it was admitted; it is
+	// settled like the engine front's refusals.
+	refuse := func(e *wire.Error) {
+		g.refused(rid, d, e, began)
+		WriteError(ctx, d, e)
+	}
 	if method != fasthttp.MethodPost {
 		ctx.Response.Header.Set("Allow", "POST")
-		WriteError(ctx, d, &wire.Error{Status: 405, Kind: wire.ErrInvalidRequest, Message: "method " + method + " is not allowed on /v1/embeddings; use POST"})
+		refuse(&wire.Error{Status: 405, Kind: wire.ErrInvalidRequest, Message: "method " + method + " is not allowed on /v1/embeddings; use POST"})
 		return
 	}
 	var req embeddingRequest
 	if err := json.Unmarshal(ctx.PostBody(), &req); err != nil {
-		WriteError(ctx, d, &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest, Message: "invalid request: " + err.Error()})
+		refuse(&wire.Error{Status: 400, Kind: wire.ErrInvalidRequest, Message: "invalid request: " + err.Error()})
 		return
 	}
 	if req.Model == "" {
-		WriteError(ctx, d, &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest,
+		refuse(&wire.Error{Status: 400, Kind: wire.ErrInvalidRequest,
 			Message: "model: is required (a [[model]] embedder of pipeline.toml, e.g. \"embed\", or an upstream embedding model)"})
 		return
 	}
@@ -79,22 +85,35 @@ func (g *Gateway) embeddings(ctx *fasthttp.RequestCtx, method string) {
 		werr = &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest, Message: "encoding_format: must be float or base64"}
 	}
 	if werr != nil {
-		WriteError(ctx, d, werr)
+		refuse(werr)
 		return
 	}
 	// A local model costs nothing: admitted as a read (Spends false), so
-	// keys, scopes and the account's headers apply, and no tab opens.
+	// keys, scopes and the account's headers apply, and no tab opens. The
+	// answer is settled (the metrics count it) under provider "local".
+	s := Settlement{RequestID: rid, Dialect: d, Asked: req.Model, Path: PathLocal, Provider: LocalProvider, Model: req.Model, Status: 200}
+	fail := func(e *wire.Error) {
+		s.Path, s.Err = PathError, e
+		s.Status, _ = codecFor(d).EncodeError(e)
+		WriteError(ctx, d, e)
+	}
+	defer func() {
+		s.Latency = time.Since(began)
+		g.settle(&s)
+	}()
 	caller, werr := g.admit(context.Background(), &Admission{Dialect: d, Path: "/v1/embeddings", Header: &ctx.Request.Header,
 		RemoteIP: remoteIP(ctx), Model: req.Model})
+	s.Tenant, s.Key = caller.Tenant, caller.Key
 	for _, kv := range caller.Headers {
 		ctx.Response.Header.Set(kv.Key, kv.Value)
 	}
 	if werr != nil {
-		WriteError(ctx, d, werr)
+		s.Provider, s.Model = "", ""
+		fail(werr)
 		return
 	}
 	if g.Embedder == nil {
-		WriteError(ctx, d, &wire.Error{Status: 404, Kind: wire.ErrNotFound, Message: "this gateway serves no embedding models"})
+		fail(&wire.Error{Status: 404, Kind: wire.ErrNotFound, Message: "this gateway serves no embedding models"})
 		return
 	}
 	cctx, cancel := context.WithTimeout(context.Background(), embedTimeout)
@@ -103,13 +122,13 @@ func (g *Gateway) embeddings(ctx *fasthttp.RequestCtx, method string) {
 	for i := 0; i < len(texts); i += embedBatch {
 		out, err := g.Embedder.Embed(cctx, req.Model, texts[i:min(i+embedBatch, len(texts))])
 		if err != nil {
-			WriteError(ctx, d, embedError(req.Model, err))
+			fail(embedError(req.Model, err))
 			return
 		}
 		vecs = append(vecs, out...)
 	}
 	if req.Dimensions != nil && len(vecs) > 0 && *req.Dimensions != len(vecs[0]) {
-		WriteError(ctx, d, &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest,
+		fail(&wire.Error{Status: 400, Kind: wire.ErrInvalidRequest,
 			Message: "dimensions: model " + req.Model + " gives " + strconv.Itoa(len(vecs[0])) + "-dimensional vectors; it cannot shorten them"})
 		return
 	}

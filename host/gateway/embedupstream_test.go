@@ -376,6 +376,13 @@ trusted = true
 	if resp, b := postEmbeddings(t, gw.URL, "", []byte(`{"model":"embed","input":"hello"}`)); resp.StatusCode != 200 {
 		t.Errorf("local model: %d %s", resp.StatusCode, b)
 	}
+	// Both were settled: the metrics count the local answer and the 404.
+	if n := gw.Metrics.Value("bardo_provider_responses_total", "provider", "local", "model", "embed", "code", "200"); n != 1 {
+		t.Errorf("%v local answers counted", n)
+	}
+	if n := gw.Metrics.Value("bardo_errors_total", "kind", "not_found", "provider", ""); n != 1 {
+		t.Errorf("%v not-found errors counted", n)
+	}
 }
 
 // A provider that cannot be reached is failed over like one that answers
