@@ -5,7 +5,8 @@ package gateway
 // Which providers offer embeddings: an enabled [[provider]] whose models
 // match the asked model and whose adapter speaks OpenAI Chat Completions —
 // its encode of a chat request is an OpenAI-dialect call to
-// <base>/chat/completions. Its embeddings are then <base>/embeddings,
+// <base>/chat/completions (or, with api = "responses", a Responses call to
+// <base>/responses). Its embeddings are then <base>/embeddings,
 // reached with the same headers (the provider's credential, or the
 // caller's own key for a direct provider). That is OpenAI and every
 // OpenAI-compatible backend (OpenRouter, Together, Mistral, vLLM, Ollama…);
@@ -204,13 +205,21 @@ func probeRequest(model string) *wire.Request {
 
 // embeddingCall returns the provider's embeddings call — <base>/embeddings
 // with its chat call's headers — when its adapter speaks OpenAI Chat
-// Completions, else nil.
+// Completions (or the Responses API) at <base>/chat/completions (or
+// <base>/responses), else nil.
 func embeddingCall(ctx context.Context, p *pipeline.Pipeline, x *pipeline.Exchange, pr *pipeline.Provider, route wire.Route) *wire.UpstreamCall {
 	er, werr := p.Encode(ctx, x, pr, route)
-	if werr != nil || er.Call == nil || er.Call.BodyDialect != wire.DialectOpenAI {
+	if werr != nil || er.Call == nil {
 		return nil
 	}
-	base, ok := strings.CutSuffix(er.Call.URL, "/chat/completions")
+	var base string
+	ok := false
+	switch er.Call.BodyDialect {
+	case wire.DialectOpenAI:
+		base, ok = strings.CutSuffix(er.Call.URL, "/chat/completions")
+	case wire.DialectResponses: // openai-compatible with api = "responses"
+		base, ok = strings.CutSuffix(er.Call.URL, "/responses")
+	}
 	if !ok {
 		return nil
 	}

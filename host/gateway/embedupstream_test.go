@@ -26,7 +26,7 @@ import (
 
 // embedProviders are two OpenAI-compatible providers of the same
 // embedding model at prices the tests compute by hand, the first
-// preferred; a direct provider (the caller's own key, at second) of
+// preferred, the second speaking the Responses API; a direct provider (the caller's own key, at second) of
 // mine-embed-*; and an Anthropic provider (which cannot embed).
 func embedProviders(first, second string) string {
 	return `
@@ -49,6 +49,8 @@ base_url = "` + second + `/v1"
 credential = "env:UP_KEY"
 models = ["text-embedding-*"]
 trusted = true
+[provider.config]
+api = "responses"
 
 [[provider.model]]
 id = "text-embedding-3-large"
