@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// codexResponses is current Codex (tools/codex: @openai/codex 0.169),
+// codexResponses is current Codex (tools/codex: @openai/codex 0.171),
 // which speaks only the Responses API (wire_api = "responses"): issue 16.
 var codexResponses = agent{
 	name: "codex-responses",
