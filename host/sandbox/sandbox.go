@@ -36,6 +36,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,6 +60,9 @@ type Options struct {
 	PoolSize    int           // instances at most (≥ 1)
 	Timeout     time.Duration // per call; 0 means no limit beyond the caller's context
 	Config      []byte        // the plugin's config table as JSON, served by the config host function
+	// Entry names the plugin within a bundle module (ABI v1.5): "" takes
+	// the module's only plugin, or else the one named Name.
+	Entry string
 
 	// Code, when set, is the module's bytes as already read from Path (Path
 	// then only names it in messages): a caller that keys plugins by a hash
@@ -117,35 +122,56 @@ type CallError struct {
 
 func (e *CallError) Error() string { return fmt.Sprintf("plugin %s: %s", e.Plugin, e.Msg) }
 
-// Plugin is a loaded plugin: compiled code plus its instance pool.
+// Plugin is a loaded plugin: one entry of a module (a plain plugin is a
+// module of one), with the entry's own name, config and timeout. The
+// module's compiled code and instance pool are shared by every Plugin
+// loaded from it together (LoadModule).
 type Plugin struct {
-	opts     Options
-	desc     wire.Descriptor
+	*module
+	opts  Options
+	desc  wire.Descriptor
+	index uint32 // the entry's index in the module (bardo_select)
+	log   *slog.Logger
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+
+	host HostMetrics // nil: the sandbox's own metrics are dropped
+
+	late atomic.Int64
+}
+
+// module is a compiled module and its instances. Every instance is
+// initialised for every entry loaded from it (each entry's Init with that
+// entry's config), so any instance serves any of them: in the guest each
+// plugin keeps its state in its own package, and one instance runs one
+// call at a time.
+type module struct {
+	name     string // for the pool's metrics and logs
 	runtime  wazero.Runtime
 	compiled wazero.CompiledModule
-	log      *slog.Logger
+	entries  []*Plugin
+	bundle   bool // exports bardo_select: calls select their entry
 
 	idle  chan *instance
 	slots chan struct{}
 
 	regex regexSets // compiled by the regex_compile host function
 
-	closed       atomic.Bool
-	closeOnce    sync.Once
+	open         atomic.Int32 // entries not yet closed
 	runtimeFreed atomic.Bool
-
-	host HostMetrics // nil: the sandbox's own metrics are dropped
 
 	// Counters for tests and metrics.
 	instantiated atomic.Int64
 	discarded    atomic.Int64
-	late         atomic.Int64
 }
 
 type instance struct {
 	mod   api.Module
 	mem   api.Memory
 	buf   api.Function
+	sel   api.Function // bardo_select, nil before v1.5
+	cur   uint32       // the entry selected last
 	ops   [len(exportNames)]api.Function
 	stack [2]uint64
 }
@@ -174,11 +200,36 @@ const initTimeout = 10 * time.Second
 // Load compiles the plugin, starts one instance to read its descriptor and
 // check its ABI, and keeps that instance in the pool.
 func Load(ctx context.Context, opts Options) (*Plugin, error) {
-	if opts.PoolSize < 1 {
-		opts.PoolSize = 1
+	ps, err := LoadModule(ctx, []Options{opts})
+	if err != nil {
+		return nil, err
 	}
-	if opts.Log == nil {
-		opts.Log = slog.Default()
+	return ps[0], nil
+}
+
+// LoadModule loads several entries of one module (ABI v1.5 bundles) that
+// share its compiled code and one pool of instances. Every entry must name
+// the same module (Path, or Code), with the same Trusted and MemoryLimit
+// (they are the runtime's), and a different plugin of it; the pool holds
+// the largest PoolSize of them. The Plugins are closed one by one; the
+// module goes with the last.
+func LoadModule(ctx context.Context, entries []Options) ([]*Plugin, error) {
+	if len(entries) == 0 {
+		return nil, errors.New("sandbox: no entries to load")
+	}
+	opts := entries[0]
+	for i := range entries {
+		e := &entries[i]
+		if e.PoolSize < 1 {
+			e.PoolSize = 1
+		}
+		if e.Log == nil {
+			e.Log = slog.Default()
+		}
+		if e.Path != opts.Path || e.Trusted != opts.Trusted || e.MemoryLimit != opts.MemoryLimit {
+			return nil, fmt.Errorf("plugin %s: entries of one module must share its file, trusted and memory", e.Name)
+		}
+		opts.PoolSize = max(opts.PoolSize, e.PoolSize)
 	}
 	code := opts.Code
 	if code == nil {
@@ -187,7 +238,6 @@ func Load(ctx context.Context, opts Options) (*Plugin, error) {
 			return nil, fmt.Errorf("plugin %s: %w", opts.Name, err)
 		}
 	}
-	opts.Code = nil // the compiled module is kept; the bytes need not be
 	rc := wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(!opts.Trusted)
 	if opts.MemoryLimit > 0 {
 		pages := opts.MemoryLimit / pageSize
@@ -202,55 +252,124 @@ func Load(ctx context.Context, opts Options) (*Plugin, error) {
 	if opts.Cache != nil {
 		rc = rc.WithCompilationCache(opts.Cache)
 	}
-	p := &Plugin{
-		opts:  opts,
-		log:   opts.Log.With("plugin", opts.Name),
+	m := &module{
+		name:  opts.Name,
 		idle:  make(chan *instance, opts.PoolSize),
 		slots: make(chan struct{}, opts.PoolSize),
 	}
-	if p.host, _ = opts.Metrics.(HostMetrics); p.host != nil {
-		p.host.Set("bardo_sandbox_pool_size", float64(opts.PoolSize), "plugin", opts.Name)
+	if len(entries) > 1 {
+		m.name = filepath.Base(opts.Path)
 	}
-	p.runtime = wazero.NewRuntimeWithConfig(ctx, rc)
-	fail := func(err error) (*Plugin, error) {
-		p.runtime.Close(context.Background())
+	for _, e := range entries {
+		e.Code = nil // the compiled module is kept; the bytes need not be
+		p := &Plugin{module: m, opts: e, log: e.Log.With("plugin", e.Name)}
+		p.host, _ = e.Metrics.(HostMetrics)
+		m.entries = append(m.entries, p)
+	}
+	m.open.Store(int32(len(entries)))
+	first := m.entries[0]
+	if first.host != nil {
+		first.host.Set("bardo_sandbox_pool_size", float64(opts.PoolSize), "plugin", m.name)
+	}
+	m.runtime = wazero.NewRuntimeWithConfig(ctx, rc)
+	fail := func(err error) ([]*Plugin, error) {
+		m.runtime.Close(context.Background())
 		return nil, fmt.Errorf("plugin %s (%s): %w", opts.Name, opts.Path, err)
 	}
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, p.runtime); err != nil {
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, m.runtime); err != nil {
 		return fail(err)
 	}
-	if err := p.instantiateHostModule(ctx); err != nil {
+	if err := first.instantiateHostModule(ctx); err != nil {
 		return fail(err)
 	}
 	var err error
-	p.compiled, err = p.runtime.CompileModule(ctx, code)
+	m.compiled, err = m.runtime.CompileModule(ctx, code)
 	if err != nil {
 		return fail(fmt.Errorf("compile: %w", err))
 	}
-	if err := checkImports(p.compiled); err != nil {
+	if err := checkImports(m.compiled); err != nil {
 		return fail(err)
 	}
-	p.slots <- struct{}{}
-	in, err := p.instantiate(ctx)
+	m.slots <- struct{}{}
+	in, err := first.newInstance(ctx)
 	if err != nil {
-		<-p.slots
+		<-m.slots
 		return fail(err)
 	}
-	out, err := p.callInstance(ctx, in, plugin.OpDescribe, nil, CallInfo{})
-	if err != nil {
-		return fail(fmt.Errorf("describe: %w", err))
+	if err := m.resolveEntries(ctx, in); err != nil {
+		in.mod.Close(context.Background())
+		<-m.slots
+		return fail(err)
 	}
-	if err := p.desc.Decode(out); err != nil {
-		return fail(fmt.Errorf("describe: %w", err))
+	if err := m.initInstance(ctx, in); err != nil {
+		<-m.slots
+		return fail(err)
 	}
-	if p.desc.ABI != plugin.ABIVersion {
-		return fail(fmt.Errorf("built for ABI v%d, this host speaks v%d", p.desc.ABI, plugin.ABIVersion))
+	m.idle <- in
+	return m.entries, nil
+}
+
+// resolveEntries reads the module's descriptors on its first instance and
+// matches each entry to the plugin it names.
+func (m *module) resolveEntries(ctx context.Context, in *instance) error {
+	first := m.entries[0]
+	count := uint32(1)
+	if f := in.mod.ExportedFunction("bardo_entries"); f != nil && in.sel != nil {
+		m.bundle = true
+		if err := f.CallWithStack(ctx, in.stack[:]); err != nil {
+			return fmt.Errorf("bardo_entries: %w", err)
+		}
+		count = uint32(in.stack[0])
+		if count == 0 {
+			return errors.New("the module registers no plugin")
+		}
 	}
-	if p.desc.Kind != "layer" && p.desc.Kind != "provider" {
-		return fail(fmt.Errorf("describe: unknown kind %q", p.desc.Kind))
+	descs := make([]wire.Descriptor, count)
+	names := make([]string, count)
+	for i := range count {
+		if err := first.selectEntry(ctx, in, i); err != nil {
+			return err
+		}
+		out, err := first.callInstance(ctx, in, plugin.OpDescribe, nil, CallInfo{})
+		if err != nil {
+			return fmt.Errorf("describe: %w", err)
+		}
+		if err := descs[i].Decode(out); err != nil {
+			return fmt.Errorf("describe: %w", err)
+		}
+		if descs[i].ABI != plugin.ABIVersion {
+			return fmt.Errorf("built for ABI v%d, this host speaks v%d", descs[i].ABI, plugin.ABIVersion)
+		}
+		if descs[i].Kind != "layer" && descs[i].Kind != "provider" {
+			return fmt.Errorf("describe: unknown kind %q", descs[i].Kind)
+		}
+		names[i] = descs[i].Name
 	}
-	p.idle <- in
-	return p, nil
+	taken := map[uint32]string{}
+	for _, p := range m.entries {
+		i, ok := uint32(0), count == 1 && p.opts.Entry == ""
+		want := p.opts.Entry
+		if want == "" {
+			want = p.opts.Name
+		}
+		for j := range count {
+			if ok {
+				break
+			}
+			if names[j] == want {
+				i, ok = j, true
+			}
+		}
+		if !ok {
+			return fmt.Errorf("the module has no plugin %q (it has %s)", want, strings.Join(names, ", "))
+		}
+		if other, dup := taken[i]; dup {
+			return fmt.Errorf("entries %s and %s both use plugin %s of one module: load them apart", other, p.opts.Name, names[i])
+		}
+		taken[i] = p.opts.Name
+		p.index, p.desc = i, descs[i]
+	}
+	return nil
 }
 
 // checkImports refuses a plugin that imports host functions this host does not
@@ -304,7 +423,9 @@ func (p *Plugin) Stats() (instantiated, discarded int64) {
 // timeout (and were kept) over the plugin's life.
 func (p *Plugin) Late() int64 { return p.late.Load() }
 
-func (p *Plugin) instantiate(ctx context.Context) (*instance, error) {
+// newInstance instantiates the module (the guest's _initialize runs) but
+// initialises no entry.
+func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 	stderr := &lineLogger{log: p.log, level: slog.LevelWarn}
 	cfg := wazero.NewModuleConfig().
 		WithName("").
@@ -322,7 +443,7 @@ func (p *Plugin) instantiate(ctx context.Context) (*instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("instantiate: %w", err)
 	}
-	in := &instance{mod: mod, mem: mod.Memory(), buf: mod.ExportedFunction("bardo_buffer")}
+	in := &instance{mod: mod, mem: mod.Memory(), buf: mod.ExportedFunction("bardo_buffer"), sel: mod.ExportedFunction("bardo_select")}
 	if in.buf == nil || in.mem == nil {
 		mod.Close(context.Background())
 		return nil, errors.New("not an ABI v1 plugin: missing export bardo_buffer or memory (was it built with -buildmode=c-shared and the sdk?)")
@@ -332,18 +453,62 @@ func (p *Plugin) instantiate(ctx context.Context) (*instance, error) {
 	}
 	p.instantiated.Add(1)
 	p.count("bardo_sandbox_instances_created_total")
+	return in, nil
+}
+
+// initInstance runs every entry's Init on in, each with its own config;
+// on failure in is closed.
+func (m *module) initInstance(ctx context.Context, in *instance) error {
 	// Init is part of making the instance, not of the request that happened
 	// to need it: it gets its own deadline, so a request with little time
 	// left cannot leave a half-initialized instance behind.
 	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), initTimeout)
 	defer cancel()
-	if _, err := p.callInstance(ictx, in, plugin.OpInit, nil, CallInfo{}); err != nil {
-		in.mod.Close(context.Background())
-		p.discarded.Add(1)
-		p.count("bardo_sandbox_instances_discarded_total")
-		return nil, fmt.Errorf("init: %w", err)
+	for _, p := range m.entries {
+		err := p.selectEntry(ictx, in, p.index)
+		if err == nil {
+			_, err = p.callInstance(ictx, in, plugin.OpInit, nil, CallInfo{})
+		}
+		if err != nil {
+			in.mod.Close(context.Background())
+			m.discarded.Add(1)
+			p.count("bardo_sandbox_instances_discarded_total")
+			if len(m.entries) > 1 {
+				return fmt.Errorf("init %s: %w", p.opts.Name, err)
+			}
+			return fmt.Errorf("init: %w", err)
+		}
+	}
+	return nil
+}
+
+// instantiate makes an instance ready to serve every entry.
+func (p *Plugin) instantiate(ctx context.Context) (*instance, error) {
+	in, err := p.newInstance(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.initInstance(ctx, in); err != nil {
+		return nil, err
 	}
 	return in, nil
+}
+
+// selectEntry makes in serve entry i (bardo_select), unless it already does.
+// A module without the export has one entry.
+func (p *Plugin) selectEntry(ctx context.Context, in *instance, i uint32) error {
+	if in.sel == nil || in.cur == i {
+		return nil
+	}
+	in.stack[0] = uint64(i)
+	if err := in.sel.CallWithStack(ctx, in.stack[:]); err != nil {
+		return p.callFailed(ctx, err)
+	}
+	if uint32(in.stack[0]) != 0 {
+		return fmt.Errorf("plugin %s: the module has no entry %d", p.opts.Name, i)
+	}
+	in.cur = i
+	return nil
 }
 
 // sliceSleep serves a guest's sleep (WASI poll_oneoff) in short slices. A
@@ -382,7 +547,7 @@ func (p *Plugin) acquire(ctx context.Context) (*instance, error) {
 }
 
 func (p *Plugin) release(in *instance) {
-	if p.closed.Load() {
+	if p.open.Load() == 0 {
 		p.discard(in)
 		return
 	}
@@ -433,7 +598,9 @@ func (p *Plugin) Call(ctx context.Context, op plugin.Op, in []byte, info CallInf
 		}
 	}()
 	began := time.Now()
-	out, err = p.callInstance(ctx, inst, op, in, info)
+	if err = p.selectEntry(ctx, inst, p.index); err == nil {
+		out, err = p.callInstance(ctx, inst, op, in, info)
+	}
 	if p.host != nil {
 		p.observeCall(op, time.Since(began), err)
 	}
@@ -572,6 +739,9 @@ func (p *Plugin) callFailed(ctx context.Context, err error) error {
 func (p *Plugin) Close() {
 	p.closeOnce.Do(func() {
 		p.closed.Store(true)
+		if p.open.Add(-1) > 0 {
+			return // the module's other entries still use it
+		}
 		for {
 			select {
 			case in := <-p.idle:
@@ -585,9 +755,9 @@ func (p *Plugin) Close() {
 	})
 }
 
-func (p *Plugin) maybeFreeRuntime() {
-	if p.closed.Load() && len(p.slots) == 0 && p.runtimeFreed.CompareAndSwap(false, true) {
-		p.runtime.Close(context.Background())
+func (m *module) maybeFreeRuntime() {
+	if m.open.Load() == 0 && len(m.slots) == 0 && m.runtimeFreed.CompareAndSwap(false, true) {
+		m.runtime.Close(context.Background())
 	}
 }
 

@@ -58,6 +58,14 @@ func Call(op Op, in []byte) []byte {
 
 var callMu sync.Mutex
 
+// Select makes entry i (in registration order, see [Entries]) the one the
+// following Calls run on, as bardo_select does; false when there is none.
+func Select(i int) bool {
+	callMu.Lock()
+	defer callMu.Unlock()
+	return selectEntry(i)
+}
+
 func hostLog(level uint32, msg string) {
 	if h := currentHost(); h != nil {
 		h.Log(int(level), msg)

@@ -50,6 +50,23 @@ func call(op Op, n uint32) uint64 {
 	return uint64(uintptr(unsafe.Pointer(&res[0])))<<32 | uint64(len(res))
 }
 
+// bardo_entries (v1.5) is the number of plugins the module exports; the
+// host selects one with bardo_select before calling any op on its behalf.
+//
+//go:wasmexport bardo_entries
+func exportEntries() uint32 { return uint32(len(entries)) }
+
+// bardo_select (v1.5) makes entry i the one the next ops run on, until the
+// next select: 0 when done, 1 when there is no entry i.
+//
+//go:wasmexport bardo_select
+func exportSelect(i uint32) uint32 {
+	if !selectEntry(int(i)) {
+		return 1
+	}
+	return 0
+}
+
 //go:wasmexport bardo_describe
 func exportDescribe(n uint32) uint64 { return call(OpDescribe, n) }
 

@@ -29,7 +29,7 @@ import (
 const ABIVersion = 1
 
 // ABIMinor is the ABI minor version this SDK implements (docs/abi.md).
-const ABIMinor = 4
+const ABIMinor = 5
 
 // Layer is a pipeline layer. Only the hooks for the declared Phases are called.
 type Layer struct {
@@ -119,25 +119,67 @@ const (
 const StatusError byte = 0
 
 var (
+	// layer or provider is the selected entry (bardo_select); every op
+	// runs on it.
 	layer    *Layer
 	provider *Provider
 	out      wire.Encoder
+
+	// entries are the plugins this module exports, in registration order:
+	// a module that registers one is a bundle of one (docs/abi.md, v1.5).
+	entries []entry
 )
 
-// RegisterLayer makes this plugin a layer. Call it once, from init.
-func RegisterLayer(l Layer) {
-	if layer != nil || provider != nil {
-		panic("plugin: RegisterLayer/RegisterProvider called twice")
-	}
-	layer = &l
+type entry struct {
+	layer    *Layer
+	provider *Provider
 }
 
-// RegisterProvider makes this plugin a provider adapter. Call it once, from init.
-func RegisterProvider(p Provider) {
-	if layer != nil || provider != nil {
-		panic("plugin: RegisterLayer/RegisterProvider called twice")
+func (e entry) name() string {
+	if e.layer != nil {
+		return e.layer.Name
 	}
-	provider = &p
+	return e.provider.Name
+}
+
+// RegisterLayer adds a layer to this module. Call it from init: a plugin's
+// own main registers one; a bundle's main imports several plugin packages,
+// each registering itself. Names must be unique within the module.
+func RegisterLayer(l Layer) { register(entry{layer: &l}) }
+
+// RegisterProvider adds a provider adapter to this module, as RegisterLayer.
+func RegisterProvider(p Provider) { register(entry{provider: &p}) }
+
+func register(e entry) {
+	for _, x := range entries {
+		if x.name() == e.name() {
+			panic("plugin: two entries named " + e.name())
+		}
+	}
+	entries = append(entries, e)
+	if len(entries) == 1 {
+		selectEntry(0) // a host that never selects (before v1.5) gets the first
+	}
+}
+
+// selectEntry makes entry i the one every op runs on; false when there is
+// no such entry.
+func selectEntry(i int) bool {
+	if i < 0 || i >= len(entries) {
+		return false
+	}
+	layer, provider = entries[i].layer, entries[i].provider
+	return true
+}
+
+// Entries returns the names of the plugins this module exports, in the
+// order the host selects them by.
+func Entries() []string {
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.name()
+	}
+	return names
 }
 
 var errNotRegistered = errors.New("plugin registered neither a layer nor a provider")

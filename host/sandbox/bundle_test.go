@@ -1,0 +1,79 @@
+package sandbox_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bardoinference/bardo/host/kvstore"
+	"github.com/bardoinference/bardo/host/sandbox"
+	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
+)
+
+// TestBundle loads two plugins of one module (ABI v1.5) as two entries:
+// one compiled module and one pool, each entry with its own config, kv
+// space and state, selected per call.
+func TestBundle(t *testing.T) {
+	path := wasmbuild.MustBuild(t, "host/sandbox/testdata/bundle")
+	kv := kvstore.NewMemory(1 << 20)
+	opts := func(name, entry, label string) sandbox.Options {
+		return sandbox.Options{Name: name, Entry: entry, Path: path, Trusted: true, PoolSize: 2,
+			Timeout: 5 * time.Second, Config: []byte(`{"label":"` + label + `"}`), KV: kv}
+	}
+	ps, err := sandbox.LoadModule(context.Background(), []sandbox.Options{
+		opts("count-a", "count", "A"), // an entry named apart from its plugin
+		opts("tag", "", "T"),          // no entry: the plugin named like the layer
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count, tag := ps[0], ps[1]
+	defer count.Close()
+	defer tag.Close()
+	if count.Descriptor().Name != "count" || tag.Descriptor().Name != "tag" {
+		t.Fatalf("descriptors %+v, %+v", count.Descriptor(), tag.Descriptor())
+	}
+	get := func(p *sandbox.Plugin, k string) string {
+		for _, h := range onRequest(t, p, "t1", "hi").Headers {
+			if h.Key == k {
+				return h.Value
+			}
+		}
+		return ""
+	}
+	// Alternating calls on one instance: each entry's config and state
+	// stay its own.
+	for i, want := range []string{"1", "2", "3"} {
+		if got := get(tag, "X-Bardo-Tag"); got != "T:"+want {
+			t.Fatalf("call %d: tag = %q", i, got)
+		}
+		if got := get(count, "X-Bardo-Count"); got != "A:"+want {
+			t.Fatalf("call %d: count = %q", i, got)
+		}
+	}
+	// The kv space is the entry's (its pipeline name), as for a plugin of its own.
+	if v, ok := kv.Get(sandbox.TenantPrefix("count-a", "t1") + "n"); !ok || string(v) != "3" {
+		t.Fatalf("kv under count-a = %q, %v", v, ok)
+	}
+	if made, _ := tag.Stats(); made != 1 {
+		t.Errorf("%d instances for sequential calls of two entries; want one shared", made)
+	}
+
+	// A bundle loaded entry by entry (Load) still finds its plugin by name,
+	// and a name it lacks is refused naming the ones it has.
+	p, err := sandbox.Load(context.Background(), opts("tag", "", "solo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	_, err = sandbox.Load(context.Background(), opts("pii", "", "x"))
+	if err == nil || !strings.Contains(err.Error(), "has no plugin \"pii\" (it has tag, count)") {
+		t.Fatalf("unknown entry: %v", err)
+	}
+	// Two entries on one plugin would share its variables: refused.
+	_, err = sandbox.LoadModule(context.Background(), []sandbox.Options{opts("a", "tag", "1"), opts("b", "tag", "2")})
+	if err == nil || !strings.Contains(err.Error(), "both use plugin tag") {
+		t.Fatalf("duplicate entry: %v", err)
+	}
+}
