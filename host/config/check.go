@@ -57,7 +57,7 @@ var (
 		"listen", "max_body_bytes", "read_timeout", "write_timeout", "idle_timeout",
 		"upstream_timeout", "upstream_idle_timeout", "plugin_dir", "cache_dir", "log_level",
 	}
-	commonKeys   = []string{"name", "plugin", "timeout", "memory", "pool", "trusted", "enabled", "config"}
+	commonKeys   = []string{"name", "plugin", "entry", "timeout", "memory", "pool", "trusted", "enabled", "config"}
 	layerKeys    = append([]string{"phases", "on_error"}, commonKeys...)
 	providerKeys = append(append([]string{"base_url", "credential", "models", "failover"}, providerRoutingKeys...), commonKeys...)
 	topKeys      = []string{"server", "layer", "provider", "models", "model", "inference", "storage", "auth", "billing"}
@@ -273,6 +273,14 @@ func (c *checker) common(p string, t map[string]any, pluginDir string, defTimeou
 			s.Plugin = filepath.Clean(plugin)
 		} else {
 			s.Plugin = filepath.Join(pluginDir, plugin)
+		}
+	}
+
+	if v, ok := c.str(t, p, "entry"); ok {
+		if v == "" {
+			c.errf(joinKey(p, "entry"), "must not be empty (leave it out for a module's only plugin)")
+		} else {
+			s.Entry = v
 		}
 	}
 

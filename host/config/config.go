@@ -141,8 +141,11 @@ type Server struct {
 
 // PluginSpec holds the keys common to layers and providers.
 type PluginSpec struct {
-	Name    string        // unique among all layers and providers, [a-z0-9-]+
-	Plugin  string        // absolute path of the .wasm file
+	Name   string // unique among all layers and providers, [a-z0-9-]+
+	Plugin string // absolute path of the .wasm file
+	// Entry names the plugin within a module that bundles several (ABI
+	// v1.5); "" means the module's only plugin, or the one named Name.
+	Entry   string
 	Timeout time.Duration // limit on one call into the plugin
 	Memory  int64         // linear memory cap per instance, bytes, a multiple of 64KiB
 	Pool    int           // maximum number of instances, 1..256

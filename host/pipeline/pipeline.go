@@ -195,42 +195,51 @@ func build(ctx context.Context, cfg *config.Config, deps Deps, reg *registry) (*
 		}
 	}
 
+	groups := groupJobs(jobs, func(j job) *config.PluginSpec { return j.spec })
 	sem := make(chan struct{}, max(runtime.NumCPU(), 1))
-	errs := make([]error, len(jobs))
-	held := make([]*sharedPlugin, len(jobs))
-	reused := make([]bool, len(jobs))
+	errs := make([]error, len(groups))
+	held := make([]*sharedPlugin, len(groups))
+	reused := make([]bool, len(groups))
 	var wg sync.WaitGroup
-	for i, j := range jobs {
+	for i, g := range groups {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			began := time.Now()
-			s, ok, err := reg.acquire(ctx, sandbox.Options{
-				Name:        j.spec.Name,
-				Path:        j.spec.Plugin,
-				Trusted:     j.spec.Trusted,
-				MemoryLimit: j.spec.Memory,
-				PoolSize:    j.spec.Pool,
-				Timeout:     j.spec.Timeout,
-				Config:      j.spec.Config,
-				Cache:       deps.Cache,
-				Log:         deps.Log,
-				KV:          deps.KV,
-				Metrics:     deps.Metrics,
-				Services:    deps.Services,
-			})
+			entries := make([]sandbox.Options, len(g))
+			for k, j := range g {
+				entries[k] = sandbox.Options{
+					Name:        j.spec.Name,
+					Entry:       j.spec.Entry,
+					Path:        j.spec.Plugin,
+					Trusted:     j.spec.Trusted,
+					MemoryLimit: j.spec.Memory,
+					PoolSize:    j.spec.Pool,
+					Timeout:     j.spec.Timeout,
+					Config:      j.spec.Config,
+					Cache:       deps.Cache,
+					Log:         deps.Log,
+					KV:          deps.KV,
+					Metrics:     deps.Metrics,
+					Services:    deps.Services,
+				}
+			}
+			s, ok, err := reg.acquire(ctx, entries)
 			if err != nil {
-				errs[i] = fmt.Errorf("%s:%d: %w", cfg.Path, j.spec.Line, err)
+				errs[i] = fmt.Errorf("%s:%d: %w", cfg.Path, g[0].spec.Line, err)
 				return
 			}
-			*j.out, held[i], reused[i] = s.plugin, s, ok
+			for k, j := range g {
+				*j.out = s.plugins[k]
+			}
+			held[i], reused[i] = s, ok
 			msg := "plugin loaded"
 			if ok {
 				msg = "plugin reused"
 			}
-			deps.Log.Debug(msg, "plugin", j.spec.Name, "file", j.spec.Plugin, "took", time.Since(began).Round(time.Millisecond))
+			deps.Log.Debug(msg, "plugin", g[0].spec.Name, "entries", len(g), "file", g[0].spec.Plugin, "took", time.Since(began).Round(time.Millisecond))
 		}()
 	}
 	wg.Wait()
@@ -257,6 +266,50 @@ func build(ctx context.Context, cfg *config.Config, deps Deps, reg *registry) (*
 		return nil, err
 	}
 	return p, nil
+}
+
+// groupJobs gathers the entries that share one module: those that set
+// entry and name the same file with the same trusted and memory (the
+// runtime's settings) load together, onto one compiled module and one
+// pool. An entry naming a plugin of the module a group already has starts
+// another group: in one instance each plugin has one set of variables.
+// Other entries load alone, as before bundles.
+func groupJobs[J any](jobs []J, spec func(J) *config.PluginSpec) [][]J {
+	type moduleOf struct {
+		path    string
+		trusted bool
+		memory  int64
+	}
+	var groups [][]J
+	open := map[moduleOf][]int{} // indexes in groups, oldest first
+	for _, j := range jobs {
+		s := spec(j)
+		if s.Entry == "" {
+			groups = append(groups, []J{j})
+			continue
+		}
+		k := moduleOf{s.Plugin, s.Trusted, s.Memory}
+		placed := false
+		for _, gi := range open[k] {
+			taken := false
+			for _, o := range groups[gi] {
+				if spec(o).Entry == s.Entry {
+					taken = true
+					break
+				}
+			}
+			if !taken {
+				groups[gi] = append(groups[gi], j)
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			open[k] = append(open[k], len(groups))
+			groups = append(groups, []J{j})
+		}
+	}
+	return groups
 }
 
 // link checks each plugin's descriptor against its entry and precomputes the

@@ -146,19 +146,21 @@ func (e *env) reload(tb testing.TB, toml string) error {
 // and that none of those is closed.
 func (e *env) checkHeld(tb testing.TB, ps ...*Pipeline) {
 	tb.Helper()
-	held := map[*sandbox.Plugin]bool{}
+	held := map[*sharedPlugin]bool{} // a load is a module: one plugin or a bundle's entries
 	for _, p := range ps {
 		for _, s := range p.held {
-			held[s.plugin] = true
+			held[s] = true
 		}
 	}
 	eventually(tb, "only the plugins of the running pipelines are open", func() bool {
 		_, loads, closes := e.m.plugins.counts()
 		return loads-closes == len(held)
 	})
-	for pl := range held {
-		if pl.Closed() {
-			tb.Errorf("plugin %s of a running pipeline is closed", pl.Name())
+	for s := range held {
+		for _, pl := range s.plugins {
+			if pl.Closed() {
+				tb.Errorf("plugin %s of a running pipeline is closed", pl.Name())
+			}
 		}
 	}
 }
@@ -678,6 +680,7 @@ func TestPluginKeyCoversOptions(t *testing.T) {
 		"PoolSize":    func(o *sandbox.Options) { o.PoolSize++ },
 		"Timeout":     func(o *sandbox.Options) { o.Timeout++ },
 		"Config":      func(o *sandbox.Options) { o.Config = []byte(`{"x":2}`) },
+		"Entry":       func(o *sandbox.Options) { o.Entry = "other" },
 		"Code":        nil, // the file's bytes: hashed into the key
 	}
 	shared := map[string]bool{"Cache": true, "Log": true, "KV": true, "Metrics": true, "Services": true}

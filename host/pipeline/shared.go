@@ -5,8 +5,9 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
-	"time"
 
 	"github.com/bardoinference/bardo/host/sandbox"
 )
@@ -29,37 +30,41 @@ import (
 // both (coarse timestamps, a copy that preserves them), and must load fresh.
 // Reading and hashing a 3.7 MB module takes ~4.5 ms; loading it 50–250.
 type pluginKey struct {
-	name    string
 	path    string
 	sum     [sha256.Size]byte
 	trusted bool
 	memory  int64
-	pool    int
-	timeout time.Duration
-	config  string
+	entries string // each entry's name, entry, pool, timeout and config
 }
 
 // keyOf keys the plugin sandbox.Load would make of opts and code. It reads
 // the Options themselves, not the entry they came from, so the key cannot
 // miss a setting that reaches Load (TestPluginKeyCoversOptions lists them).
 func keyOf(opts sandbox.Options, code []byte) pluginKey {
-	return pluginKey{
-		name:    opts.Name,
-		path:    opts.Path,
-		sum:     sha256.Sum256(code),
-		trusted: opts.Trusted,
-		memory:  opts.MemoryLimit,
-		pool:    opts.PoolSize,
-		timeout: opts.Timeout,
-		config:  string(opts.Config),
-	}
+	return moduleKey([]sandbox.Options{opts}, code)
 }
 
-// sharedPlugin is a loaded plugin and the number of pipelines holding it.
+// moduleKey keys the plugins sandbox.LoadModule would make of entries (one
+// module: the same path, trusted and memory) and code.
+func moduleKey(entries []sandbox.Options, code []byte) pluginKey {
+	k := pluginKey{path: entries[0].Path, sum: sha256.Sum256(code), trusted: entries[0].Trusted, memory: entries[0].MemoryLimit}
+	var b strings.Builder
+	for _, o := range entries {
+		// Length-prefixed, so no value can pass for another's.
+		for _, f := range []string{o.Name, o.Entry, strconv.Itoa(o.PoolSize), o.Timeout.String(), string(o.Config)} {
+			fmt.Fprintf(&b, "%d:%s", len(f), f)
+		}
+	}
+	k.entries = b.String()
+	return k
+}
+
+// sharedPlugin is a loaded module's plugins (one, or a bundle's entries
+// loaded together) and the number of pipelines holding them.
 type sharedPlugin struct {
-	key    pluginKey
-	plugin *sandbox.Plugin
-	refs   int // guarded by registry.mu
+	key     pluginKey
+	plugins []*sandbox.Plugin
+	refs    int // guarded by registry.mu
 }
 
 // registry holds the live plugins of a Manager's pipelines: each is in it
@@ -76,14 +81,15 @@ type registry struct {
 
 func newRegistry() *registry { return &registry{live: map[pluginKey]*sharedPlugin{}} }
 
-// acquire returns the live plugin loaded from opts (reused == true), or
-// loads it. Either way the caller holds one reference and must release it.
-func (r *registry) acquire(ctx context.Context, opts sandbox.Options) (s *sharedPlugin, reused bool, err error) {
-	code, err := os.ReadFile(opts.Path)
+// acquire returns the live plugins loaded from entries, entries of one
+// module (reused == true), or loads them. Either way the caller holds one
+// reference and must release it.
+func (r *registry) acquire(ctx context.Context, entries []sandbox.Options) (s *sharedPlugin, reused bool, err error) {
+	code, err := os.ReadFile(entries[0].Path)
 	if err != nil {
-		return nil, false, fmt.Errorf("plugin %s: %w", opts.Name, err)
+		return nil, false, fmt.Errorf("plugin %s: %w", entries[0].Name, err)
 	}
-	key := keyOf(opts, code)
+	key := moduleKey(entries, code)
 	r.mu.Lock()
 	if s := r.live[key]; s != nil {
 		s.refs++
@@ -93,12 +99,14 @@ func (r *registry) acquire(ctx context.Context, opts sandbox.Options) (s *shared
 	r.mu.Unlock()
 
 	// Loaded without the lock: the pipeline's plugins load in parallel.
-	opts.Code = code // exactly the bytes the key was computed from
-	pl, err := sandbox.Load(ctx, opts)
+	for i := range entries {
+		entries[i].Code = code // exactly the bytes the key was computed from
+	}
+	pl, err := sandbox.LoadModule(ctx, entries)
 	if err != nil {
 		return nil, false, err
 	}
-	s = &sharedPlugin{key: key, plugin: pl, refs: 1}
+	s = &sharedPlugin{key: key, plugins: pl, refs: 1}
 	r.mu.Lock()
 	r.loads++
 	// Names are unique in a pipeline and the Manager builds one pipeline at
@@ -126,7 +134,9 @@ func (r *registry) release(s *sharedPlugin) {
 	}
 	r.mu.Unlock()
 	if last {
-		s.plugin.Close()
+		for _, p := range s.plugins {
+			p.Close()
+		}
 	}
 }
 
