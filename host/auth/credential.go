@@ -36,6 +36,9 @@ func (k Kind) String() string {
 type Credential struct {
 	Kind  Kind
 	Value string
+	// Header is the header the credential came in, when its kind has
+	// several (x402: PAYMENT-SIGNATURE for v2, X-PAYMENT for v1).
+	Header string
 }
 
 // Header reads one request header; *fasthttp.RequestHeader satisfies it,
@@ -77,6 +80,39 @@ type Scheme interface {
 // key, Privy, EIP-712 delegation. Only the key is implemented; the other
 // three are seams that answer ErrNotThisKind until their issue lands.
 var Schemes = []Scheme{seam(KindX402), KeyScheme{}, seam(KindPrivy), seam(KindDelegation)}
+
+// WithX402 is the detection order of a gateway that accepts x402
+// payments: Schemes with the x402 seam replaced by X402Scheme. It is not
+// the default, so a gateway that does not take payments keeps admitting a
+// request that carries both a payment header and a key by its key.
+func WithX402(schemes []Scheme) []Scheme {
+	out := make([]Scheme, len(schemes))
+	for i, s := range schemes {
+		if s.Kind() == KindX402 {
+			s = X402Scheme{}
+		}
+		out[i] = s
+	}
+	return out
+}
+
+// X402Scheme finds an x402 payment: PAYMENT-SIGNATURE (x402 v2) or
+// X-PAYMENT (v1), v2 first. The value is returned as it came; decoding
+// and verifying it is host/x402's work.
+type X402Scheme struct{}
+
+// Kind returns KindX402.
+func (X402Scheme) Kind() Kind { return KindX402 }
+
+// Detect implements Scheme.
+func (X402Scheme) Detect(h Header) (Credential, error) {
+	for _, name := range [...]string{"PAYMENT-SIGNATURE", "X-PAYMENT"} {
+		if v := bytes.TrimSpace(h.Peek(name)); len(v) > 0 {
+			return Credential{Kind: KindX402, Value: string(v), Header: name}, nil
+		}
+	}
+	return Credential{}, ErrNotThisKind
+}
 
 // Detect returns the first credential the schemes find, in order.
 func Detect(h Header, schemes []Scheme) (Credential, error) {

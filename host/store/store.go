@@ -360,6 +360,39 @@ type Nonces interface {
 	PruneNonces(ctx context.Context, now time.Time) (int, error)
 }
 
+// X402Settlement is an accepted x402 payment whose settlement failed: the
+// request was served, the payment is owed, and its payer is refused until
+// a retry settles it (host/paywall).
+type X402Settlement struct {
+	ID        int64
+	Payer     string // the paying wallet, lower-case 0x hex
+	RequestID string
+	Network   string // CAIP-2
+	Amount    string // atomic units of the asset
+	// Payload and Requirements are the payment and the offer it answered,
+	// as JSON, exactly what a retry sends the facilitator.
+	Payload      []byte
+	Requirements []byte
+	Attempts     int
+	LastError    string // an x402 error code or a transport error; never a secret
+	Created      time.Time
+	Settled      time.Time // zero while owed
+	Transaction  string    // the settlement's transaction hash, once settled
+}
+
+// X402Settlements keeps the x402 settlements still owed.
+type X402Settlements interface {
+	// AddX402Settlement records a failed settlement and returns its id.
+	AddX402Settlement(ctx context.Context, s X402Settlement) (int64, error)
+	// X402Owed returns up to limit unsettled records, oldest first; with a
+	// payer, only that payer's.
+	X402Owed(ctx context.Context, payer string, limit int) ([]X402Settlement, error)
+	// X402Attempted counts a failed retry.
+	X402Attempted(ctx context.Context, id int64, lastError string) error
+	// X402Settled marks a record settled by tx.
+	X402Settled(ctx context.Context, id int64, tx string, at time.Time) error
+}
+
 // Counters are fixed-window counters (rate limits, token allowances).
 type Counters interface {
 	// AddCounter adds n to the counter name in the window starting at

@@ -33,6 +33,20 @@ type Keys struct {
 	// allow the request: rate limits, allowance, budgets and the
 	// reservation (host/billing). nil admits without metering.
 	Meter Meter
+	// Payments, when set, makes the gateway accept x402: a request with
+	// a payment header is admitted by it (the wallet is the tenant), and a
+	// completion without any credential gets its 402 challenge instead of
+	// the 401. host/paywall implements it.
+	Payments Payments
+}
+
+// Payments admits requests paid per request.
+type Payments interface {
+	// Pay admits a request whose credential is an x402 payment.
+	Pay(ctx context.Context, cred auth.Credential, a *gateway.Admission) (gateway.Caller, *wire.Error)
+	// Challenge answers a request without a credential; ok false leaves
+	// it to the 401 (a read is not for sale).
+	Challenge(ctx context.Context, a *gateway.Admission) (c gateway.Caller, e *wire.Error, ok bool)
 }
 
 // Meter meters an admitted key's request: it returns the Caller (with a
@@ -54,7 +68,20 @@ func (k *Keys) Admit(ctx context.Context, a *gateway.Admission) (gateway.Caller,
 	if schemes == nil {
 		schemes = auth.Schemes
 	}
+	if k.Payments != nil {
+		schemes = auth.WithX402(schemes)
+	}
 	cred, err := auth.Detect(a.Header, schemes)
+	if k.Payments != nil {
+		if err == nil && cred.Kind == auth.KindX402 {
+			return k.Payments.Pay(ctx, cred, a)
+		}
+		if errors.Is(err, auth.ErrNoCredential) {
+			if c, e, ok := k.Payments.Challenge(ctx, a); ok {
+				return c, e
+			}
+		}
+	}
 	if err == nil && cred.Kind != auth.KindKey {
 		err = errors.New("credential kind " + cred.Kind.String() + " is not accepted yet")
 	}

@@ -1,0 +1,147 @@
+package paywall
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/bardoinference/bardo/host/gateway"
+	"github.com/bardoinference/bardo/host/pricing"
+	"github.com/bardoinference/bardo/host/store"
+	"github.com/bardoinference/bardo/host/x402"
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// tab is a paid request's bill: the verified payment, settled at Close
+// when the answer succeeded.
+type tab struct {
+	p        *Paywall
+	payload  *x402.PaymentPayload
+	req      *x402.PaymentRequirements
+	verified *x402.Verified
+}
+
+// Internal implements gateway.Tab. An exact payment is a fixed price: a
+// layer's internal completions are covered by it.
+func (*tab) Internal(*gateway.Settlement) {}
+
+// served reports whether the caller got a whole answer: only then is an
+// exact payment settled. A stream settles when it ended cleanly; one that
+// broke, or whose client went away, is not settled (the authorization
+// lapses at validBefore and no funds move).
+func served(s *gateway.Settlement) bool {
+	if s.Err != nil || s.Status >= 400 || s.Status == 0 {
+		return false
+	}
+	return !s.Streamed || s.StreamEnd == gateway.StreamEnded
+}
+
+// Close implements gateway.Tab: it settles the payment through the
+// facilitator when the answer succeeded, and answers PAYMENT-RESPONSE (v2)
+// or X-PAYMENT-RESPONSE (v1); in a stream, whose headers are gone, the
+// same value goes in the trailer comment line. A settlement that fails is
+// recorded and retried, and the payer refused until it clears.
+func (t *tab) Close(s *gateway.Settlement) gateway.Bill {
+	if !served(s) {
+		return gateway.Bill{}
+	}
+	p := t.p
+	amount := pricing.Micros(t.verified.Amount.Int64()) // USDC atomic units are micro-USD
+	f := pricing.Figures{Charge: amount}
+	if s.Usage != nil {
+		f.Usage = *s.Usage
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.SettleTimeout)
+	res, err := p.cfg.Settler.Settle(ctx, t.payload, t.req)
+	cancel()
+	payer := strings.ToLower(t.verified.Payer.Hex())
+	if err != nil || !res.Success {
+		reason := x402.ReasonUnexpectedSettle
+		if err == nil && res.ErrorReason != "" {
+			reason = res.ErrorReason
+		}
+		p.cfg.Log.Error("x402: settlement failed; recorded to retry", "request_id", s.RequestID, "payer", payer, "reason", reason, "err", err)
+		p.record(s.RequestID, payer, t.payload, t.req, reason)
+		res = &x402.SettlementResponse{Success: false, ErrorReason: reason, Payer: t.verified.Payer.Hex(), Network: t.req.Network}
+	}
+	name := x402.HeaderPaymentResponse
+	if t.payload.X402Version == x402.Version1 {
+		name = x402.HeaderXPaymentResponse
+	}
+	v, _ := x402.EncodeHeader(res)
+	b := gateway.Bill{Figures: f, Headers: []wire.KV{{Key: name, Value: v}, {Key: pricing.HeaderCost, Value: f.CostHeader()}}}
+	if s.Streamed {
+		tr := pricing.Trailer{Figures: f}
+		b.Trailer = tr.Append([]byte(": x402 " + name + "=" + v + "\n"))
+	}
+	return b
+}
+
+// record keeps a failed settlement and marks its payer as owing.
+func (p *Paywall) record(reqID, payer string, pl *x402.PaymentPayload, req *x402.PaymentRequirements, reason string) {
+	pj, err1 := json.Marshal(pl)
+	rj, err2 := json.Marshal(req)
+	p.mu.Lock()
+	p.owed[payer] = reason
+	p.mu.Unlock()
+	if err1 != nil || err2 != nil {
+		p.cfg.Log.Error("x402: cannot encode a failed settlement", "request_id", reqID)
+		return
+	}
+	_, err := p.cfg.Owed.AddX402Settlement(context.Background(), store.X402Settlement{
+		Payer: payer, RequestID: reqID, Network: req.Network, Amount: pl.Payload.Authorization.Value, Payload: pj, Requirements: rj,
+		Attempts: 1, LastError: reason, Created: p.cfg.Now()})
+	if err != nil {
+		// The payer stays refused in this process; the record is lost on
+		// restart, which the log says.
+		p.cfg.Log.Error("x402: cannot record a failed settlement", "request_id", reqID, "payer", payer, "err", err)
+	}
+}
+
+// Retry tries once more to settle what is owed: payer's settlements, or
+// with payer "" up to 100 of anyone's. A payer whose settlements all
+// cleared is served again. The daemon calls it periodically.
+func (p *Paywall) Retry(ctx context.Context, payer string) {
+	owed, err := p.cfg.Owed.X402Owed(ctx, payer, 100)
+	if err != nil {
+		p.cfg.Log.Error("x402: reading owed settlements", "err", err)
+		return
+	}
+	still := map[string]string{}
+	for _, o := range owed {
+		var pl x402.PaymentPayload
+		var req x402.PaymentRequirements
+		if json.Unmarshal(o.Payload, &pl) != nil || json.Unmarshal(o.Requirements, &req) != nil {
+			still[o.Payer] = "unreadable record"
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, p.cfg.SettleTimeout)
+		res, err := p.cfg.Settler.Settle(sctx, &pl, &req)
+		cancel()
+		if err == nil && res.Success {
+			if err := p.cfg.Owed.X402Settled(ctx, o.ID, res.Transaction, p.cfg.Now()); err != nil {
+				p.cfg.Log.Error("x402: recording a settlement", "id", o.ID, "err", err)
+			}
+			p.cfg.Log.Info("x402: owed settlement cleared", "id", o.ID, "payer", o.Payer, "tx", res.Transaction)
+			continue
+		}
+		reason := x402.ReasonUnexpectedSettle
+		if err == nil && res.ErrorReason != "" {
+			reason = res.ErrorReason
+		}
+		still[o.Payer] = reason
+		if err := p.cfg.Owed.X402Attempted(ctx, o.ID, reason); err != nil {
+			p.cfg.Log.Error("x402: recording a settlement attempt", "id", o.ID, "err", err)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if payer != "" {
+		delete(p.owed, payer)
+	} else if len(owed) < 100 {
+		clear(p.owed)
+	}
+	for k, v := range still {
+		p.owed[k] = v
+	}
+}
