@@ -110,6 +110,7 @@ type Config struct {
 	Storage     Storage    // the [storage] table
 	Auth        Auth       // the [auth] table
 	Billing     Billing    // the [billing] table
+	X402        X402       // the [x402] table
 	Layers      []Layer    // in file order: the order requests pass through them
 	Providers   []Provider // in file order
 	Models      Models     // the [models] table

@@ -1,0 +1,114 @@
+package config
+
+import (
+	"net/url"
+	"regexp"
+	"time"
+)
+
+// X402 holds the [x402] table: accepting payment per request with x402
+// (host/paywall). It needs [auth] mode = "keys": a key still admits by
+// its key, and a completion with neither key nor payment gets the 402.
+type X402 struct {
+	Enabled bool
+	// PayTo is the gateway's receiving address (0x hex; required when
+	// enabled).
+	PayTo string
+	// Network is the CAIP-2 network of the USDC asked for: "eip155:8453"
+	// (Base, the default) or "eip155:84532" (Base Sepolia).
+	Network string
+	// Facilitator is the base URL of the facilitator that settles
+	// payments (/settle; required when enabled).
+	Facilitator string
+	// MaxTimeout is the offers' maxTimeoutSeconds (0: default).
+	MaxTimeout time.Duration
+	// MinAmount is the least price offered, in USDC atomic units (0:
+	// default).
+	MinAmount int64
+	// SpreadBps is spread_percent in basis points (nil: default).
+	SpreadBps *int32
+	// RequestsPerMinute limits each wallet (0: none).
+	RequestsPerMinute int
+	// ResourceBase is the public base URL the challenge's resource.url
+	// starts with ("" : the path alone).
+	ResourceBase string
+}
+
+var (
+	x402Keys  = []string{"enabled", "pay_to", "network", "facilitator", "max_timeout", "min_amount", "spread_percent", "requests_per_minute", "resource_base"}
+	evmAddrRe = regexp.MustCompile(`^0x[0-9a-fA-F]{40}$`)
+)
+
+func (c *checker) x402(tree map[string]any, a Auth) X402 {
+	const p = "x402"
+	var x X402
+	v, ok := tree[p]
+	if !ok {
+		return x
+	}
+	t, ok := v.(map[string]any)
+	if !ok {
+		c.errf(p, "must be a table ([x402]), got %s", tomlType(v))
+		return x
+	}
+	c.unknownKeys(t, p, x402Keys)
+	x.Enabled, _ = c.boolean(t, p, "enabled")
+	if s, ok := c.str(t, p, "pay_to"); ok {
+		if !evmAddrRe.MatchString(s) {
+			c.errf(joinKey(p, "pay_to"), "must be a 0x-prefixed 20-byte hex address, got %q", s)
+		} else {
+			x.PayTo = s
+		}
+	}
+	x.Network = "eip155:8453"
+	if s, ok := c.str(t, p, "network"); ok {
+		if s != "eip155:8453" && s != "eip155:84532" {
+			c.errf(joinKey(p, "network"), `must be "eip155:8453" (Base) or "eip155:84532" (Base Sepolia), got %q`, s)
+		} else {
+			x.Network = s
+		}
+	}
+	if s, ok := c.str(t, p, "facilitator"); ok {
+		if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			c.errf(joinKey(p, "facilitator"), "must be an http(s) URL, got %q", s)
+		} else {
+			x.Facilitator = s
+		}
+	}
+	if d, ok := c.duration(t, p, "max_timeout"); ok {
+		if d < 10*time.Second || d > time.Hour {
+			c.errf(joinKey(p, "max_timeout"), "must be between 10s and 1h, got %s", d)
+		} else {
+			x.MaxTimeout = d
+		}
+	}
+	if n, ok := c.integer(t, p, "min_amount"); ok {
+		if n < 1 {
+			c.errf(joinKey(p, "min_amount"), "must be at least 1 (atomic units of USDC), got %d", n)
+		} else {
+			x.MinAmount = n
+		}
+	}
+	if v, ok := t["spread_percent"]; ok {
+		if bps, ok := c.spreadBps(p, v); ok {
+			x.SpreadBps = &bps
+		}
+	}
+	if n, ok := c.integer(t, p, "requests_per_minute"); ok {
+		if n < 0 || n > 1<<31-1 {
+			c.errf(joinKey(p, "requests_per_minute"), "must be 0 (no limit) or more, got %d", n)
+		} else {
+			x.RequestsPerMinute = int(n)
+		}
+	}
+	if s, ok := c.str(t, p, "resource_base"); ok {
+		x.ResourceBase = s
+	}
+	if x.Enabled && (x.PayTo == "" || x.Facilitator == "") {
+		c.errf(p, "enabled = true needs pay_to and facilitator")
+	}
+	if x.Enabled && a.Mode != AuthKeys {
+		c.errf(p, `enabled = true needs [auth] mode = "keys"`)
+	}
+	return x
+}

@@ -1,0 +1,55 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestX402(t *testing.T) {
+	cfg, err := Parse([]byte(`
+[auth]
+mode = "keys"
+
+[x402]
+enabled = true
+pay_to = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C"
+network = "eip155:84532"
+facilitator = "https://x402.org/facilitator"
+max_timeout = "90s"
+min_amount = 500
+spread_percent = 18
+requests_per_minute = 30
+`), "pipeline.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := cfg.X402
+	if !x.Enabled || x.PayTo != "0x209693Bc6afc0C5328bA36FaF03C514EF312287C" || x.Network != "eip155:84532" ||
+		x.Facilitator != "https://x402.org/facilitator" || x.MaxTimeout != 90*time.Second || x.MinAmount != 500 ||
+		x.SpreadBps == nil || *x.SpreadBps != 1800 || x.RequestsPerMinute != 30 {
+		t.Fatalf("%+v", x)
+	}
+	if cfg, err := Parse(nil, "pipeline.toml"); err != nil || cfg.X402.Enabled {
+		t.Fatalf("absent: %+v %v", cfg.X402, err)
+	}
+	const keys = "[auth]\nmode = \"keys\"\n"
+	for src, want := range map[string]string{
+		"x402 = 1\n": "x402",
+		keys + "[x402]\nenabled = true\nfacilitator = \"http://127.0.0.1:1\"\n": "needs pay_to",
+		keys + "[x402]\npay_to = \"0x12\"\n":                                    "x402.pay_to",
+		keys + "[x402]\nnetwork = \"base\"\n":                                   "x402.network",
+		keys + "[x402]\nfacilitator = \"x402.org\"\n":                           "x402.facilitator",
+		keys + "[x402]\nmax_timeout = \"1s\"\n":                                 "x402.max_timeout",
+		keys + "[x402]\nmin_amount = 0\n":                                       "x402.min_amount",
+		keys + "[x402]\npay_too = 1\n":                                          "unknown key",
+		"[x402]\nenabled = true\npay_to = \"0x209693Bc6afc0C5328bA36FaF03C514EF312287C\"\nfacilitator = \"http://f\"\n": `mode = "keys"`,
+	} {
+		_, err := Parse([]byte(src), "pipeline.toml")
+		var ve *ValidationError
+		if !errors.As(err, &ve) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", src, err, want)
+		}
+	}
+}
