@@ -14,7 +14,11 @@ import (
 	"github.com/bardoinference/bardo/host/auth/admit"
 	"github.com/bardoinference/bardo/host/billing"
 	"github.com/bardoinference/bardo/host/config"
+	"github.com/bardoinference/bardo/host/paywall"
+	"github.com/bardoinference/bardo/host/pricing"
 	"github.com/bardoinference/bardo/host/store/sqlite"
+	"github.com/bardoinference/bardo/host/x402"
+	"github.com/ethereum/go-ethereum/common"
 )
 
 // ErrOpenNotLoopback refuses to serve unauthenticated callers on an
@@ -73,7 +77,57 @@ func (d *Daemon) openKeys(ctx context.Context, cfg *config.Config) (*admit.Keys,
 	})
 	d.Meter = m
 	a := auth.New(s, secret, auth.Options{Accounts: s})
-	return &admit.Keys{Auth: a, Meter: m, Log: d.Log.With("component", "auth")}, a, nil
+	k := &admit.Keys{Auth: a, Meter: m, Log: d.Log.With("component", "auth")}
+	if cfg.X402.Enabled {
+		pw, err := d.openPaywall(ctx, cfg.X402, s)
+		if err != nil {
+			return nil, nil, err
+		}
+		k.Payments = pw
+	}
+	return k, a, nil
+}
+
+// openPaywall accepts x402 payments ([x402] enabled): the paywall, and a
+// loop that retries owed settlements and forgets expired nonces until the
+// daemon closes.
+func (d *Daemon) openPaywall(ctx context.Context, xc config.X402, s *sqlite.Store) (*paywall.Paywall, error) {
+	tok := x402.USDCBase
+	if xc.Network == x402.NetworkBaseSepolia {
+		tok = x402.USDCBaseSepolia
+	}
+	pc := paywall.Config{PayTo: common.HexToAddress(xc.PayTo), Token: tok, MaxTimeout: xc.MaxTimeout, MinAmount: xc.MinAmount,
+		RequestsPerMinute: xc.RequestsPerMinute, ResourceBase: xc.ResourceBase,
+		Settler: &x402.Facilitator{URL: xc.Facilitator}, Nonces: s, Owed: s, Log: d.Log.With("component", "x402")}
+	if xc.SpreadBps != nil {
+		pc.Spread = pricing.Spread(*xc.SpreadBps)
+	}
+	pw, err := paywall.New(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: [x402]: %w", err)
+	}
+	loop, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(30 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-loop.Done():
+				return
+			case now := <-t.C:
+				pw.Retry(loop, "")
+				if _, err := s.PruneNonces(loop, now); err != nil && loop.Err() == nil {
+					d.Log.Error("x402: pruning nonces", "err", err)
+				}
+			}
+		}
+	}()
+	// Registered after the store's close, so it runs before it.
+	d.closeAll = append(d.closeAll, func() { stop(); <-done })
+	d.Log.Info("accepting x402 payments", "network", tok.Network, "pay_to", pc.PayTo.Hex())
+	return pw, nil
 }
 
 // checkOpen is Listen's guard in open mode (no Admitter): only a loopback
