@@ -11,6 +11,9 @@ WASM_FLAGS  := -buildmode=c-shared -trimpath -ldflags=-s
 
 # Every plugin is a main package in its own folder; its .wasm takes the folder's name.
 PLUGIN_PKGS := $(wildcard plugins/layers/*/main.go plugins/providers/*/main.go testplugins/*/main.go)
+# layers.wasm bundles every shipped layer in one module (docs/abi.md, "Bundles"):
+# scripts/bundle.sh assembles it from the same folders.
+BUNDLE_LAYERS := $(patsubst %/main.go,%,$(wildcard plugins/layers/*/main.go))
 GO_SOURCES  := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null) go.mod go.sum sdk/go.mod
 
 .PHONY: all run build plugins models test test-go test-node sdk-test-deps agent-test-deps fuzz bench lint clean deps
@@ -41,6 +44,8 @@ plugins:
 		d=$$(dirname $$m); n=$$(basename $$d); \
 		$(WASM_ENV) $(GO) build $(WASM_FLAGS) -o $(PLUGIN_DIR)/$$n.wasm ./$$d || exit 1; \
 	done
+	@bash scripts/bundle.sh $(BUILD)/_bundle/layers $(BUNDLE_LAYERS)
+	@$(WASM_ENV) $(GO) build $(WASM_FLAGS) -o $(PLUGIN_DIR)/layers.wasm ./$(BUILD)/_bundle/layers
 	@echo "plugins: $$(ls $(PLUGIN_DIR) | tr '\n' ' ')"
 
 run: build plugins models

@@ -319,6 +319,9 @@ func defaultPipelineDir(tb testing.TB) string {
 			}
 		}
 	}
+	if err := os.Symlink(wasmbuild.MustBuild(tb, wasmbuild.BundleLayers), filepath.Join(pdir, "layers.wasm")); err != nil {
+		tb.Fatal(err)
+	}
 	modeltest.Dir(tb, modeltest.Glove)
 	if err := os.Symlink(filepath.Join(root, "build", "models"), filepath.Join(dir, "build", "models")); err != nil {
 		tb.Fatal(err)

@@ -22,6 +22,8 @@ func init() {
 			Plugins[e.Name()+".wasm"] = "plugins/layers/" + e.Name()
 		}
 	}
+	// pipeline.toml ships them bundled in one module.
+	Plugins["layers.wasm"] = wasmbuild.BundleLayers
 }
 
 // ShippedLayers returns the repository's pipeline.toml — what `make run`

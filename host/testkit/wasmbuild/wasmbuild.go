@@ -35,8 +35,13 @@ func Root() (string, error) {
 	}
 }
 
+// BundleLayers names the bundle of every shipped layer (layers.wasm, built
+// by scripts/bundle.sh from plugins/layers/*) for Build.
+const BundleLayers = "bundle:layers"
+
 // Build compiles the plugin package pkg (a path relative to the repository
-// root, e.g. "testplugins/noop") and returns the .wasm path.
+// root, e.g. "testplugins/noop", or "bundle:<kind>" for a bundle of every
+// plugin in plugins/<kind>) and returns the .wasm path.
 func Build(pkg string) (string, error) {
 	mu.Lock()
 	defer mu.Unlock()
@@ -60,7 +65,25 @@ func Build(pkg string) (string, error) {
 	}
 	tmp.Close()
 	defer os.Remove(tmp.Name())
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s", "-o", tmp.Name(), "./"+pkg)
+	src := pkg
+	if name, ok := strings.CutPrefix(pkg, "bundle:"); ok {
+		// A bundle is assembled from the plugin folders first, as `make
+		// plugins` does, in a directory of this process's own.
+		src = fmt.Sprintf("build/_bundle/p%d/%s", os.Getpid(), name)
+		dirs, _ := filepath.Glob(filepath.Join(root, "plugins", name, "*", "main.go"))
+		args := []string{"scripts/bundle.sh", src}
+		for _, d := range dirs {
+			rel, _ := filepath.Rel(root, filepath.Dir(d))
+			args = append(args, rel)
+		}
+		gen := exec.Command("bash", args...)
+		gen.Dir = root
+		if b, err := gen.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("wasmbuild %s: %w\n%s", pkg, err, b)
+		}
+		defer os.RemoveAll(filepath.Join(root, filepath.Dir(src)))
+	}
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s", "-o", tmp.Name(), "./"+src)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
