@@ -68,6 +68,9 @@ export class PluginHost {
    * @param {(m: {plugin, tenant, kind, name, value}) => void} [options.metrics] metrics sink.
    * @param {(e: {plugin, tenant, requestID, level, message}) => void} [options.logger] (default: console).
    * @param {string} [options.name] KV namespace / log tag (default: the descriptor's name).
+   * @param {string} [options.entry] the plugin to run in a module that bundles several
+   *   (ABI v1.5, docs/abi.md "Bundles"; default: the only one, or else the one called `name`).
+   *   Hosts of several entries of one bundle pass it the same compiled WebAssembly.Module.
    */
   static async load(wasm, options) {
     const module = wasm instanceof WebAssembly.Module ? wasm : await WebAssembly.compile(wasm);
@@ -76,7 +79,7 @@ export class PluginHost {
     return host;
   }
 
-  constructor(module, { wasi, config, kv, clock, metrics, logger, name } = {}) {
+  constructor(module, { wasi, config, kv, clock, metrics, logger, name, entry } = {}) {
     if (typeof wasi !== 'function') throw new TypeError('PluginHost: options.wasi must be a WASI provider factory');
     this.module = module;
     this.wasi = wasi;
@@ -85,6 +88,8 @@ export class PluginHost {
     this.metrics = metrics ?? (() => {});
     this.logger = logger ?? ((e) => (console[e.level] ?? console.log)(`[${e.plugin}] ${e.message}`));
     this.name = name;
+    this.entry = entry;
+    this.index = null; // the entry's index in a bundle (bardo_select), found on the first instance
     this.descriptor = null;
     this.instances = 0; // instances created so far (a trap makes the next call create one)
     this.#config = configBytes(config);
@@ -115,10 +120,40 @@ export class PluginHost {
     wasi.initialize(instance); // runs _initialize: the Go runtime and the plugin's init()
     const abi = ex.bardo_abi_version();
     if (abi !== 1) throw new PluginError(`plugin speaks ABI ${abi}, this host speaks 1`);
+    this.#selectEntry(ex);
     this.descriptor ??= wire.Descriptor.decode(this.#invoke(ex, 'bardo_describe', new Uint8Array(0)));
     this.name ??= this.descriptor.name;
     this.#invoke(ex, 'bardo_init', new Uint8Array(0));
     this.#exports = ex;
+  }
+
+  // A bundle (ABI v1.5: bardo_entries, bardo_select) serves the entry this
+  // host runs: found by name on the first instance, selected on every
+  // instance before anything else. Each PluginHost keeps its own instance,
+  // so the selection holds for every later call. A module without the
+  // exports has one plugin.
+  #selectEntry(ex) {
+    if (typeof ex.bardo_entries !== 'function' || typeof ex.bardo_select !== 'function') {
+      if (this.entry != null && this.index === null) {
+        const d = wire.Descriptor.decode(this.#invoke(ex, 'bardo_describe', new Uint8Array(0)));
+        if (d.name !== this.entry) throw new PluginError(`the module is plugin ${d.name}, not ${this.entry}`);
+      }
+      this.index = 0;
+      return;
+    }
+    if (this.index === null) {
+      const n = ex.bardo_entries() >>> 0;
+      const names = [];
+      for (let i = 0; i < n; i++) {
+        if (ex.bardo_select(i) !== 0) throw new PluginError(`bardo_select(${i}) refused an entry bardo_entries counts`);
+        names.push(wire.Descriptor.decode(this.#invoke(ex, 'bardo_describe', new Uint8Array(0))).name);
+      }
+      const want = this.entry ?? this.name;
+      const i = n === 1 && this.entry == null ? 0 : names.indexOf(want);
+      if (i < 0) throw new PluginError(`the module has no plugin "${want}" (it has ${names.join(', ')})`);
+      this.index = i;
+    }
+    if (ex.bardo_select(this.index) !== 0) throw new PluginError(`bardo_select(${this.index}) refused`);
   }
 
   /** Runs a layer's request phase; only the parts the layer reads are sent. */
