@@ -30,7 +30,7 @@ var payTo = common.HexToAddress("0x209693Bc6afc0C5328bA36FaF03C514EF312287C")
 
 // rig is a paywall over a real SQLite store and the local facilitator.
 type rig struct {
-	t    *testing.T
+	t    testing.TB
 	path string
 	st   *sqlite.Store
 	fac  *x402test.Facilitator
@@ -38,7 +38,7 @@ type rig struct {
 	keys *admit.Keys
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	t.Helper()
 	r := &rig{t: t, path: filepath.Join(t.TempDir(), "bardo.db"), fac: x402test.NewFacilitator(nil)}
 	t.Cleanup(r.fac.Close)
@@ -146,7 +146,7 @@ type payment struct {
 	sig     []byte // overrides the signature when set
 }
 
-func newPayment(t *testing.T, r *rig, key *ecdsa.PrivateKey) *payment {
+func newPayment(t testing.TB, r *rig, key *ecdsa.PrivateKey) *payment {
 	t.Helper()
 	c, _ := r.keys.Admit(context.Background(), admission(auth.HTTPHeader{}))
 	pr, err := x402.DecodePaymentRequired(header(c, x402.HeaderPaymentRequired))
@@ -165,7 +165,7 @@ func newPayment(t *testing.T, r *rig, key *ecdsa.PrivateKey) *payment {
 }
 
 // headers signs the payment and returns it as the request's headers.
-func (p *payment) headers(t *testing.T) auth.HTTPHeader {
+func (p *payment) headers(t testing.TB) auth.HTTPHeader {
 	t.Helper()
 	sig := p.sig
 	if sig == nil {
@@ -193,7 +193,7 @@ func (p *payment) headers(t *testing.T) auth.HTTPHeader {
 	return auth.HTTPHeader(h)
 }
 
-func wallet(t *testing.T) *ecdsa.PrivateKey {
+func wallet(t testing.TB) *ecdsa.PrivateKey {
 	k, err := crypto.GenerateKey()
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,48 @@
+package paywall_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/bardoinference/bardo/host/auth"
+)
+
+// BenchmarkPayAdmission is what accepting an x402 payment adds to a
+// request before it is served: detection, decoding, matching the offer,
+// ecrecover over the EIP-712 digest and the nonce's INSERT in SQLite
+// (the facilitator is only called at settlement). p50-µs is the median of
+// the iterations.
+func BenchmarkPayAdmission(b *testing.B) {
+	r := newRig(b)
+	key := wallet(b)
+	hs := make([]auth.HTTPHeader, b.N)
+	for i := range hs {
+		hs[i] = newPayment(b, r, key).headers(b)
+	}
+	lat := make([]time.Duration, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		t0 := time.Now()
+		if _, e := r.keys.Admit(context.Background(), admission(hs[i])); e != nil {
+			b.Fatal(e)
+		}
+		lat[i] = time.Since(t0)
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+}
+
+// BenchmarkChallenge is the 402 of a request without a credential.
+func BenchmarkChallenge(b *testing.B) {
+	r := newRig(b)
+	a := admission(auth.HTTPHeader{})
+	b.ResetTimer()
+	for range b.N {
+		if _, e := r.keys.Admit(context.Background(), a); e == nil {
+			b.Fatal("admitted")
+		}
+	}
+}
