@@ -5,6 +5,7 @@
 //	bardo accounts …     manage accounts and their ledger (accounts.go)
 //	bardo keys …         manage API keys (accounts.go)
 //	bardo usage …        list an account's usage records or daily sums (usage.go)
+//	bardo plugins …      scaffold a plugin or check its contract (plugins.go)
 //	bardo version        print the version
 package main
 
@@ -47,6 +48,8 @@ func main() {
 		err = keysCmd(context.Background(), args, os.Stdout, os.Stderr)
 	case "usage":
 		err = usageCmd(context.Background(), args, os.Stdout, os.Stderr)
+	case "plugins":
+		err = pluginsCmd(context.Background(), args, os.Stdout, os.Stderr)
 	case "version", "-v", "--version":
 		fmt.Println("bardo", version)
 	case "help", "-h", "--help":
@@ -69,6 +72,7 @@ const usage = `usage:
   bardo accounts …     create, list, show, top up, adjust accounts; budgets (bardo accounts)
   bardo keys …         create, list, show, revoke API keys; rate limits, budgets (bardo keys)
   bardo usage …        an account's usage records, a page at a time, or daily sums
+  bardo plugins …      scaffold a plugin, or check one's contract (bardo plugins)
   bardo version        print the version
 `
 

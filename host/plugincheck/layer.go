@@ -1,0 +1,344 @@
+package plugincheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bardoinference/bardo/host/sandbox"
+	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+func (k *kit) checkLayer(ctx context.Context) {
+	d := k.report.Descriptor
+	samples, err := dialectSamples()
+	if err != nil {
+		k.fail("fixtures", "%v", err)
+		return
+	}
+	if d.Phases&wire.PhaseRequest != 0 {
+		for _, s := range samples {
+			k.layerRequest(ctx, "request/"+s.name, plugin.OpOnRequest, s, false)
+		}
+		if s, err := unknownFieldsSample(); err != nil {
+			k.fail("request/unknown-fields", "%v", err)
+		} else {
+			k.layerRequest(ctx, "request/unknown-fields", plugin.OpOnRequest, s, false)
+		}
+		k.layerRequest(ctx, "request/empty", plugin.OpOnRequest, emptySample(), true)
+		k.layerRequest(ctx, "request/huge", plugin.OpOnRequest, hugeSample(), true)
+		for i, text := range k.opts.Probes {
+			req := withLastUserText(text)
+			k.layerRequest(ctx, fmt.Sprintf("request/probe-%d %q", i+1, short(text)), plugin.OpOnRequest,
+				sample{"probe", meta(wire.DialectOpenAI, req), req}, false)
+		}
+	}
+	if d.Phases&wire.PhaseFallback != 0 {
+		for _, s := range samples {
+			k.layerRequest(ctx, "fallback/"+s.name, plugin.OpOnFallback, s, false)
+		}
+		k.layerRequest(ctx, "fallback/empty", plugin.OpOnFallback, emptySample(), true)
+	}
+	if d.Phases&wire.PhaseResponse != 0 {
+		for _, s := range samples {
+			k.layerResponse(ctx, "response/"+s.name, s.meta, responseSample(answerText), false)
+		}
+		k.layerResponse(ctx, "response/empty", wire.Meta{}, wire.Response{}, true)
+		k.layerResponse(ctx, "response/huge", samples[0].meta, responseSample(hugeText(1<<20)), true)
+		for i, text := range k.opts.Probes {
+			k.layerResponse(ctx, fmt.Sprintf("response/probe-%d %q", i+1, short(text)), samples[0].meta, responseSample(text), false)
+		}
+	}
+	if d.Phases&wire.PhaseStream != 0 {
+		for _, s := range samples {
+			k.layerStream(ctx, "stream/"+s.name, s.meta, streamBatches(answerText), false)
+		}
+		k.layerStream(ctx, "stream/empty", wire.Meta{}, [][]wire.Event{nil}, true)
+		k.layerStream(ctx, "stream/huge", samples[1].meta, streamBatches(hugeText(256<<10)), true)
+		for i, text := range k.opts.Probes {
+			k.layerStream(ctx, fmt.Sprintf("stream/probe-%d %q", i+1, short(text)), samples[1].meta, streamBatches(text), false)
+		}
+	}
+	k.layerMemory(ctx, samples[0])
+}
+
+// failure is how a call's outcome fails a check: onlyTraps accepts a
+// plugin-reported error (the host applies on_error; refusing an empty or
+// oversized input is the plugin's right) and fails only traps and timeouts.
+func (k *kit) failure(err error, onlyTraps bool) (string, bool) {
+	if err == nil {
+		return "", false
+	}
+	var ce *sandbox.CallError
+	if onlyTraps && errors.As(err, &ce) {
+		return "", false
+	}
+	return k.explain(err), true
+}
+
+// layerRequest runs the request (or fallback) phase the way the host does:
+// only the declared parts cross, and the result must be one the host
+// accepts as it is.
+func (k *kit) layerRequest(ctx context.Context, name string, op plugin.Op, s sample, onlyTraps bool) {
+	d := k.report.Descriptor
+	wire.EncodeLayerRequest(&k.enc, &s.meta, s.req, d.Reads)
+	t0 := time.Now()
+	out, err := k.call(ctx, op, k.enc.Bytes())
+	took := time.Since(t0)
+	if why, failed := k.failure(err, onlyTraps); failed {
+		k.fail(name, "%s", why)
+		return
+	} else if err != nil {
+		k.pass(name, "no trap (%s)", k.explain(err))
+		return
+	}
+	var res wire.LayerResult
+	if err := res.Decode(out); err != nil {
+		k.fail(name, "result does not decode: %v", err)
+		return
+	}
+	if why := checkLayerResult(&res, d.Writes); why != "" {
+		k.fail(name, "%s", why)
+		return
+	}
+	k.pass(name, "%s in %s", describeResult(&res), took.Round(time.Microsecond))
+}
+
+// checkLayerResult is what host/pipeline refuses or silently drops.
+func checkLayerResult(res *wire.LayerResult, writes wire.Part) string {
+	if bad := res.Patched &^ writes; bad != 0 {
+		return fmt.Sprintf("patched %s, which it did not declare in writes (%s): the host refuses the result", partNames(bad), partNames(writes))
+	}
+	switch res.Action {
+	case wire.ActionContinue:
+	case wire.ActionAnswer:
+		if res.Answer == nil {
+			return "action answer without an answer: the host refuses the result"
+		}
+	case wire.ActionReject:
+		if res.Error != nil && (res.Error.Status < 400 || res.Error.Status > 599) {
+			return fmt.Sprintf("rejected with status %d, not 400–599 (the host sends 400 instead)", res.Error.Status)
+		}
+	default:
+		return fmt.Sprintf("unknown action %d: the host refuses the result", res.Action)
+	}
+	return checkHeaders(res.Headers)
+}
+
+// checkHeaders: the host keeps only X-Bardo-* headers with a clean name and
+// a value without line breaks (host/pipeline addHeaders); anything else is
+// dropped without a word, which is a bug in the plugin.
+func checkHeaders(hs []wire.KV) string {
+	for _, h := range hs {
+		if len(h.Key) <= len("X-Bardo-") || !strings.EqualFold(h.Key[:8], "X-Bardo-") {
+			return fmt.Sprintf("header %q is dropped by the host: only X-Bardo-* names are kept", h.Key)
+		}
+		if strings.ContainsAny(h.Key, " :\r\n") || strings.ContainsAny(h.Value, "\r\n") {
+			return fmt.Sprintf("header %q is dropped by the host: its name or value holds a space, colon or line break", h.Key)
+		}
+	}
+	return ""
+}
+
+func describeResult(res *wire.LayerResult) string {
+	var s []string
+	switch res.Action {
+	case wire.ActionAnswer:
+		s = append(s, "answered")
+	case wire.ActionReject:
+		msg := ""
+		if res.Error != nil {
+			msg = ": " + short(res.Error.Message)
+		}
+		s = append(s, "rejected"+msg)
+	default:
+		s = append(s, "continued")
+	}
+	if res.Patched != 0 {
+		s = append(s, "patched "+partNames(res.Patched))
+	}
+	if len(res.Headers) > 0 {
+		s = append(s, strconv.Itoa(len(res.Headers))+" headers")
+	}
+	return strings.Join(s, ", ")
+}
+
+func (k *kit) layerResponse(ctx context.Context, name string, m wire.Meta, resp wire.Response, onlyTraps bool) {
+	in := wire.LayerResponse{Meta: m, Response: resp}
+	in.Encode(&k.enc)
+	out, err := k.call(ctx, plugin.OpOnResponse, k.enc.Bytes())
+	if why, failed := k.failure(err, onlyTraps); failed {
+		k.fail(name, "%s", why)
+		return
+	} else if err != nil {
+		k.pass(name, "no trap (%s)", k.explain(err))
+		return
+	}
+	var res wire.LayerResponseResult
+	if err := res.Decode(out); err != nil {
+		k.fail(name, "result does not decode: %v", err)
+		return
+	}
+	if why := checkHeaders(res.Headers); why != "" {
+		k.fail(name, "%s", why)
+		return
+	}
+	what := "kept"
+	if res.Replaced {
+		what = "replaced"
+	}
+	k.pass(name, "response %s", what)
+}
+
+// layerStream runs the batches of one stream, the layer's state round
+// tripped between them as the host does; the stream must still end.
+func (k *kit) layerStream(ctx context.Context, name string, m wire.Meta, batches [][]wire.Event, onlyTraps bool) {
+	var state []byte
+	var stops, events int
+	inStops := 0
+	for i, batch := range batches {
+		for _, e := range batch {
+			if e.Type == wire.EventMessageStop {
+				inStops++
+			}
+		}
+		in := wire.LayerStream{Meta: m, Events: batch, State: state, Final: i == len(batches)-1}
+		in.Encode(&k.enc)
+		out, err := k.call(ctx, plugin.OpOnStream, k.enc.Bytes())
+		if why, failed := k.failure(err, onlyTraps); failed {
+			k.fail(name, "batch %d: %s", i+1, why)
+			return
+		} else if err != nil {
+			k.pass(name, "no trap (%s)", k.explain(err))
+			return
+		}
+		var res wire.LayerStreamResult
+		if err := res.Decode(out); err != nil {
+			k.fail(name, "batch %d: result does not decode: %v", i+1, err)
+			return
+		}
+		state = res.State
+		events += len(res.Events)
+		for _, e := range res.Events {
+			if e.Type == wire.EventMessageStop {
+				stops++
+			}
+		}
+	}
+	if stops != inStops {
+		k.fail(name, "the stream had %d message_stop events and the layer passed on %d: the caller's stream would not end", inStops, stops)
+		return
+	}
+	k.pass(name, "%d batches in, %d events out, state %d bytes", len(batches), events, len(state))
+}
+
+// layerMemory makes opts.Calls calls of the layer's first phase, each with
+// another prompt, on one instance, and checks that its linear memory stops
+// growing; the same calls give the time per call.
+func (k *kit) layerMemory(ctx context.Context, s sample) {
+	d := k.report.Descriptor
+	req := *s.req
+	req.Messages = slices.Clone(req.Messages)
+	last := &req.Messages[len(req.Messages)-1]
+	last.Content = slices.Clone(last.Content)
+	base := last.Content[0].Text
+	var (
+		op    plugin.Op
+		opN   string
+		input func(i int) []byte
+	)
+	switch {
+	case d.Phases&wire.PhaseRequest != 0:
+		op, opN = plugin.OpOnRequest, "request"
+		input = func(i int) []byte {
+			last.Content[0].Text = base + " (request " + strconv.Itoa(i) + ")"
+			wire.EncodeLayerRequest(&k.enc, &s.meta, &req, d.Reads)
+			return k.enc.Bytes()
+		}
+	case d.Phases&wire.PhaseResponse != 0:
+		op, opN = plugin.OpOnResponse, "response"
+		input = func(i int) []byte {
+			in := wire.LayerResponse{Meta: s.meta, Response: responseSample(answerText + " #" + strconv.Itoa(i))}
+			in.Encode(&k.enc)
+			return k.enc.Bytes()
+		}
+	case d.Phases&wire.PhaseStream != 0:
+		op, opN = plugin.OpOnStream, "stream"
+		input = func(i int) []byte {
+			var evs []wire.Event
+			for _, b := range streamBatches(answerText + " #" + strconv.Itoa(i)) {
+				evs = append(evs, b...)
+			}
+			in := wire.LayerStream{Meta: s.meta, Events: evs, Final: true}
+			in.Encode(&k.enc)
+			return k.enc.Bytes()
+		}
+	case d.Phases&wire.PhaseFallback != 0:
+		op, opN = plugin.OpOnFallback, "fallback"
+		input = func(i int) []byte {
+			last.Content[0].Text = base + " (request " + strconv.Itoa(i) + ")"
+			wire.EncodeLayerRequest(&k.enc, &s.meta, &req, d.Reads)
+			return k.enc.Bytes()
+		}
+	default:
+		return
+	}
+	k.measure(ctx, opN, op, input)
+}
+
+// measure is the memory and time checks over opts.Calls calls of op.
+func (k *kit) measure(ctx context.Context, opName string, op plugin.Op, input func(i int) []byte) {
+	n := k.opts.Calls
+	lat := make([]time.Duration, 0, n)
+	warm, half := max(n/10, 1), max(n/2, 1)
+	var atWarm, atHalf uint64
+	_, discarded0 := k.p.Stats()
+	for i := range n {
+		in := input(i)
+		t0 := time.Now()
+		_, err := k.call(ctx, op, in)
+		lat = append(lat, time.Since(t0))
+		if err != nil {
+			k.fail("memory", "call %d of %d (%s, another prompt each): %s", i+1, n, opName, k.explain(err))
+			return
+		}
+		switch i + 1 {
+		case warm:
+			_, atWarm = k.p.MemoryBytes()
+		case half:
+			_, atHalf = k.p.MemoryBytes()
+		}
+	}
+	_, atEnd := k.p.MemoryBytes()
+	if _, discarded := k.p.Stats(); discarded > discarded0 {
+		k.fail("memory", "%d instances were discarded during the calls", discarded-discarded0)
+		return
+	}
+	growth := int64(atEnd) - int64(atHalf)
+	detail := fmt.Sprintf("%d %s calls, another prompt each: linear memory %s after %d, %s after %d, %s after %d",
+		n, opName, mib(atWarm), warm, mib(atHalf), half, mib(atEnd), n)
+	if growth > k.opts.MaxGrowth {
+		k.fail("memory", "%s: grew %s over the last %d calls (more than %s): something is kept per call", detail, mib(uint64(growth)), n-half, mib(uint64(k.opts.MaxGrowth)))
+	} else {
+		k.pass("memory", "%s", detail)
+	}
+	slices.Sort(lat)
+	k.report.P50, k.report.P99 = lat[len(lat)/2], lat[len(lat)*99/100]
+	k.pass("time", "%s p50 %s, p99 %s per call (untrusted: interruptible code, slower than trusted)",
+		opName, k.report.P50.Round(100*time.Nanosecond), k.report.P99.Round(100*time.Nanosecond))
+}
+
+func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+func short(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 40 {
+		return s[:37] + "..."
+	}
+	return s
+}
