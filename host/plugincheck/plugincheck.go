@@ -200,7 +200,7 @@ func Run(ctx context.Context, opts Options) []*Report {
 		}
 		t0 := time.Now()
 		r := &Report{Path: opts.Path, Descriptor: d, Checks: []Check{exports, abi}}
-		if info.bundle {
+		if len(info.entries) > 1 {
 			r.Entry = d.Name
 			r.Checks = append(r.Checks, Check{Name: "entry", OK: true,
 				Detail: fmt.Sprintf("%d of %d in the module", i+1, len(info.entries))})
@@ -357,7 +357,9 @@ func (k *kit) call(ctx context.Context, op plugin.Op, in []byte) ([]byte, error)
 // what the guest printed (a panic's message) when it trapped.
 func (k *kit) explain(err error) string {
 	var ce *sandbox.CallError
-	msg := err.Error()
+	// wazero's trap error carries the wasm stack trace after its first
+	// line: numbered functions of a stripped module, no help to anyone.
+	msg, _, _ := strings.Cut(err.Error(), "\n")
 	switch {
 	case errors.As(err, &ce):
 		msg = "plugin error: " + ce.Msg
@@ -376,8 +378,9 @@ func (k *kit) explain(err error) string {
 // and stdout (a panic's message, "out of memory"), so a trap's reason can
 // name it; the host's other records are dropped.
 type guestOutput struct {
-	mu  sync.Mutex
-	buf []string
+	mu   sync.Mutex
+	buf  []string
+	dump bool // a goroutine dump started: the rest is stack
 }
 
 func (g *guestOutput) Enabled(context.Context, slog.Level) bool { return true }
@@ -389,8 +392,14 @@ func (g *guestOutput) Handle(_ context.Context, r slog.Record) error {
 	r.Attrs(func(a slog.Attr) bool {
 		if a.Key == "line" {
 			g.mu.Lock()
-			if len(g.buf) < 4 { // the first lines say why; a stack trace follows
-				g.buf = append(g.buf, strings.TrimSpace(a.Value.String()))
+			// The first lines say why; the goroutine dump that follows a
+			// Go panic does not.
+			line := strings.TrimSpace(a.Value.String())
+			if strings.HasPrefix(line, "goroutine ") {
+				g.dump = true
+			}
+			if len(g.buf) < 3 && !g.dump {
+				g.buf = append(g.buf, line)
 			}
 			g.mu.Unlock()
 		}
@@ -404,7 +413,7 @@ func (g *guestOutput) WithGroup(string) slog.Handler      { return g }
 
 func (g *guestOutput) reset() {
 	g.mu.Lock()
-	g.buf = g.buf[:0]
+	g.buf, g.dump = g.buf[:0], false
 	g.mu.Unlock()
 }
 
