@@ -61,6 +61,10 @@ type Config struct {
 	// ResourceBase prefixes the path in the challenge's resource.url
 	// (e.g. https://bardo.example.com); "" leaves the path alone.
 	ResourceBase string
+	// UptoFacilitator is the address of the facilitator that settles
+	// upto payments (its /supported extra.facilitatorAddress): the
+	// client's Permit2 witness binds it. Zero: upto is not offered.
+	UptoFacilitator common.Address
 	// Settler settles accepted payments (required).
 	Settler Settler
 	// SettleTimeout bounds one settlement call (0: 15 s).
@@ -77,9 +81,10 @@ type Config struct {
 
 // Paywall implements admit.Payments.
 type Paywall struct {
-	cfg      Config
-	verifier *x402.Verifier
-	extra    json.RawMessage
+	cfg       Config
+	verifier  *x402.Verifier
+	extra     json.RawMessage
+	uptoExtra json.RawMessage
 
 	mu     sync.Mutex
 	owed   map[string]string // payer -> the last failure's reason, for payers with owed settlements
@@ -132,6 +137,9 @@ func New(ctx context.Context, cfg Config) (*Paywall, error) {
 		return nil, err
 	}
 	p := &Paywall{cfg: cfg, extra: extra, owed: map[string]string{}, counts: map[string]int{}}
+	if cfg.UptoFacilitator != (common.Address{}) {
+		p.uptoExtra = uptoExtra(cfg.Token, cfg.UptoFacilitator.Hex())
+	}
 	p.verifier = x402.NewVerifier(dbNonces{cfg.Nonces}, cfg.Now)
 	owed, err := cfg.Owed.X402Owed(ctx, "", 1<<20)
 	if err != nil {
@@ -177,6 +185,15 @@ func (p *Paywall) offer(a *gateway.Admission) (x402.PaymentRequirements, Quote) 
 	}, q
 }
 
+// offers are the ways to pay for a: exact, then upto when configured.
+func (p *Paywall) offers(a *gateway.Admission) ([]x402.PaymentRequirements, Quote) {
+	o, q := p.offer(a)
+	if p.uptoExtra == nil {
+		return []x402.PaymentRequirements{o}, q
+	}
+	return []x402.PaymentRequirements{o, p.uptoOffer(o)}, q
+}
+
 func (p *Paywall) resource(a *gateway.Admission) *x402.ResourceInfo {
 	return &x402.ResourceInfo{URL: strings.TrimRight(p.cfg.ResourceBase, "/") + a.Path,
 		Description: "LLM completion, paid per request", MimeType: "application/json"}
@@ -197,9 +214,9 @@ func (p *Paywall) Challenge(_ context.Context, a *gateway.Admission) (gateway.Ca
 // refuse is a 402 naming reason (an x402 error code, "" for the first
 // challenge), with a fresh challenge.
 func (p *Paywall) refuse(a *gateway.Admission, reason, msg string) (gateway.Caller, *wire.Error) {
-	offer, q := p.offer(a)
-	pr := x402.PaymentRequired{X402Version: x402.Version2, Error: reason, Resource: p.resource(a),
-		Accepts: []x402.PaymentRequirements{offer}}
+	offers, q := p.offers(a)
+	offer := offers[0]
+	pr := x402.PaymentRequired{X402Version: x402.Version2, Error: reason, Resource: p.resource(a), Accepts: offers}
 	if ext, err := json.Marshal(map[string]any{ExtensionInference: map[string]any{"info": q}}); err == nil {
 		pr.Extensions = ext
 	}
@@ -211,8 +228,12 @@ func (p *Paywall) refuse(a *gateway.Admission, reason, msg string) (gateway.Call
 		c.Headers = append(c.Headers, wire.KV{Key: HeaderQuote, Value: string(b)})
 	}
 	usd := pricing.Micros(mustInt(offer.Amount))
+	scheme := "scheme exact"
+	if len(offers) > 1 {
+		scheme += ", or at most that with upto"
+	}
 	text := msg + "; price " + offer.Amount + " atomic units of " + p.cfg.Token.Name + " (" + usd.String() + " USD) on " +
-		offer.Network + " to " + offer.PayTo + " (scheme exact); quote: " + q.String()
+		offer.Network + " to " + offer.PayTo + " (" + scheme + "); quote: " + q.String()
 	if reason != "" {
 		text = "x402 payment refused (" + reason + "): " + msg + "; " + text[len(msg)+2:]
 	}
@@ -237,17 +258,27 @@ func (p *Paywall) Pay(ctx context.Context, cred auth.Credential, a *gateway.Admi
 	if err != nil {
 		return p.refuse(a, x402.ReasonInvalidPayload, "the payment header cannot be read: "+errText(err))
 	}
-	offer, _ := p.offer(a)
-	payer := strings.ToLower(pl.Payload.Authorization.From)
+	offers, _ := p.offers(a)
+	from := pl.Payload.Authorization.From
+	if pl.Payload.Permit2Authorization != nil {
+		from = pl.Payload.Permit2Authorization.From
+	}
+	payer := strings.ToLower(from)
 	if reason, owes := p.owes(ctx, payer); owes {
-		return p.refuse(a, x402.ReasonInvalidTransaction, "an earlier payment from "+pl.Payload.Authorization.From+
+		return p.refuse(a, x402.ReasonInvalidTransaction, "an earlier payment from "+from+
 			" could not be settled ("+reason+"); it is retried, and this wallet is served again once it clears")
 	}
-	req, err := x402.MatchRequirements(pl, []x402.PaymentRequirements{offer})
+	req, err := x402.MatchRequirements(pl, offers)
 	if err != nil {
 		return p.refuse(a, x402.ReasonOf(err), errText(err))
 	}
-	v, err := p.verifier.Verify(ctx, pl, req)
+	var v *x402.Verified
+	var vu *x402.VerifiedUpto
+	if req.Scheme == x402.SchemeUpto {
+		vu, err = p.verifier.VerifyUpto(ctx, pl, req)
+	} else {
+		v, err = p.verifier.Verify(ctx, pl, req)
+	}
 	if err != nil {
 		reason := x402.ReasonOf(err)
 		if reason == x402.ReasonUnexpectedVerify {
@@ -262,7 +293,13 @@ func (p *Paywall) Pay(ctx context.Context, cred auth.Credential, a *gateway.Admi
 		}
 		return p.refuse(a, reason, errText(err))
 	}
-	tenant := TenantPrefix + strings.ToLower(v.Payer.Hex())
+	var signer common.Address
+	if v != nil {
+		signer = v.Payer
+	} else {
+		signer = vu.Payer
+	}
+	tenant := TenantPrefix + strings.ToLower(signer.Hex())
 	c := gateway.Caller{Tenant: tenant}
 	if !p.allow(tenant) {
 		// The nonce is consumed and nothing is settled: the client signs
@@ -271,6 +308,11 @@ func (p *Paywall) Pay(ctx context.Context, cred auth.Credential, a *gateway.Admi
 		return c, &wire.Error{Status: 429, Kind: wire.ErrRateLimit, Retryable: true,
 			RetryAfterMs: int64(time.Unix((now.Unix()/60+1)*60, 0).Sub(now) / time.Millisecond),
 			Message:      "rate limit reached: this wallet may send " + strconv.Itoa(p.cfg.RequestsPerMinute) + " requests a minute; nothing was charged"}
+	}
+	if vu != nil {
+		c.Tab = &uptoTab{p: p, payload: pl, req: req, verified: vu, input: a.InputTokens,
+			bill: pricing.NewBill(pricing.Terms{Spread: p.cfg.Spread})}
+		return c, nil
 	}
 	c.Tab = &tab{p: p, payload: pl, req: req, verified: v}
 	return c, nil

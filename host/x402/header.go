@@ -159,6 +159,14 @@ func (p *PaymentPayload) checkShape() error {
 			return fmt.Errorf("%w: v2 payload needs accepted", ErrMalformed)
 		}
 	}
+	if scheme, _ := p.SchemeAndNetwork(); scheme == SchemeUpto {
+		a := p.Payload.Permit2Authorization
+		if p.Payload.Signature == "" || a == nil || a.From == "" || a.Spender == "" || a.Nonce == "" || a.Deadline == "" ||
+			a.Permitted.Token == "" || a.Permitted.Amount == "" || a.Witness.To == "" || a.Witness.Facilitator == "" || a.Witness.ValidAfter == "" {
+			return fmt.Errorf("%w: upto payload needs signature and permit2Authorization{permitted{token,amount},from,spender,nonce,deadline,witness{to,facilitator,validAfter}}", ErrMalformed)
+		}
+		return nil
+	}
 	a := &p.Payload.Authorization
 	if p.Payload.Signature == "" || a.From == "" || a.To == "" || a.Value == "" ||
 		a.ValidAfter == "" || a.ValidBefore == "" || a.Nonce == "" {

@@ -184,10 +184,13 @@ type Authorization struct {
 }
 
 // ExactEVMPayload is PaymentPayload.Payload for the exact scheme on EVM.
+// For the upto scheme it carries Permit2Authorization instead of
+// Authorization (specs/schemes/upto/scheme_upto_evm.md).
 type ExactEVMPayload struct {
 	// Signature is the 65-byte r||s||v EIP-712 signature, 0x-prefixed hex.
-	Signature     string        `json:"signature"`
-	Authorization Authorization `json:"authorization"`
+	Signature            string                `json:"signature"`
+	Authorization        Authorization         `json:"authorization,omitzero"`
+	Permit2Authorization *Permit2Authorization `json:"permit2Authorization,omitempty"`
 }
 
 // PaymentPayload is what the client sends: v1 in X-PAYMENT, v2 in
@@ -221,6 +224,9 @@ type SettlementResponse struct {
 	Payer       string `json:"payer,omitempty"`
 	Transaction string `json:"transaction"`
 	Network     string `json:"network"`
+	// Amount is what an upto settlement charged, in atomic units ("0":
+	// nothing went on chain).
+	Amount string `json:"amount,omitempty"`
 }
 
 // VerifyResponse is a facilitator's /verify answer

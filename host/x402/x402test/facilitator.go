@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"sync"
 
+	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"github.com/bardoinference/bardo/host/x402"
@@ -31,6 +32,10 @@ import (
 type Facilitator struct {
 	*httptest.Server
 
+	// Address is the facilitator's address, announced in /supported for
+	// upto (the witness binds it).
+	Address common.Address
+
 	verifier *x402.Verifier
 
 	mu       sync.Mutex
@@ -45,7 +50,7 @@ func NewFacilitator(v *x402.Verifier) *Facilitator {
 	if v == nil {
 		v = x402.NewVerifier(nil, nil)
 	}
-	f := &Facilitator{verifier: v}
+	f := &Facilitator{verifier: v, Address: common.HexToAddress("0xFAC11174700000000000000000000000000fac11")}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /verify", f.handle(false))
 	mux.HandleFunc("POST /settle", f.handle(true))
@@ -55,6 +60,8 @@ func NewFacilitator(v *x402.Verifier) *Facilitator {
 			{X402Version: 2, Scheme: x402.SchemeExact, Network: x402.NetworkBaseSepolia},
 			{X402Version: 1, Scheme: x402.SchemeExact, Network: "base"},
 			{X402Version: 1, Scheme: x402.SchemeExact, Network: "base-sepolia"},
+			{X402Version: 2, Scheme: x402.SchemeUpto, Network: x402.NetworkBase,
+				Extra: json.RawMessage(`{"facilitatorAddress":"` + f.Address.Hex() + `"}`)},
 		}})
 	})
 	f.Server = httptest.NewServer(mux)
@@ -123,6 +130,10 @@ func (f *Facilitator) handle(settle bool) http.HandlerFunc {
 			}
 			f.mu.Unlock()
 		}
+		if req.PaymentRequirements.Scheme == x402.SchemeUpto {
+			f.upto(w, &req, settle)
+			return
+		}
 		// /verify must not claim the nonce; /settle does (it settles).
 		v := *f.verifier
 		if !settle {
@@ -183,4 +194,73 @@ func lower(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// upto verifies an upto payment against its maximum and, to settle,
+// charges the settlement-time requirements' amount: at most the maximum,
+// and 0 settles nothing on chain (specs/schemes/upto/scheme_upto_evm.md).
+func (f *Facilitator) upto(w http.ResponseWriter, req *x402.FacilitatorRequest, settle bool) {
+	network := req.PaymentRequirements.Network
+	pa := req.PaymentPayload.Payload.Permit2Authorization
+	fail := func(reason, payer string) {
+		if settle {
+			writeJSON(w, 400, x402.SettlementResponse{ErrorReason: reason, Payer: payer, Network: network})
+		} else {
+			writeJSON(w, 200, x402.VerifyResponse{InvalidReason: reason, Payer: payer})
+		}
+	}
+	if pa == nil {
+		fail(x402.ReasonInvalidPayload, "")
+		return
+	}
+	actual, ok1 := new(big.Int).SetString(req.PaymentRequirements.Amount, 10)
+	maxAmt, ok2 := new(big.Int).SetString(pa.Permitted.Amount, 10)
+	if !ok1 || !ok2 {
+		fail(x402.ReasonInvalidPayload, pa.From)
+		return
+	}
+	if actual.Cmp(maxAmt) > 0 {
+		fail(x402.ReasonUptoSettlementExceeds, pa.From)
+		return
+	}
+	// Verified against the maximum, the amount the client signed.
+	atMax := *req.PaymentRequirements
+	atMax.Amount = maxAmt.String()
+	v := *f.verifier
+	if !settle || actual.Sign() == 0 {
+		v.Nonces = nil // a zero settlement leaves the authorization unused
+	}
+	ok, err := v.VerifyUpto(context.Background(), req.PaymentPayload, &atMax)
+	if err != nil {
+		fail(x402.ReasonOf(err), pa.From)
+		return
+	}
+	payer := ok.Payer.Hex()
+	if !settle {
+		writeJSON(w, 200, x402.VerifyResponse{IsValid: true, Payer: payer})
+		return
+	}
+	if actual.Sign() == 0 {
+		writeJSON(w, 200, x402.SettlementResponse{Success: true, Payer: payer, Network: network, Amount: "0"})
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.balances != nil {
+		bal := f.balances[lower(payer)]
+		if bal == nil || bal.Cmp(actual) < 0 {
+			writeJSON(w, 400, x402.SettlementResponse{ErrorReason: x402.ReasonInsufficientFunds, Payer: payer, Network: network})
+			return
+		}
+		bal.Sub(bal, actual)
+		to := lower(pa.Witness.To)
+		if f.balances[to] == nil {
+			f.balances[to] = new(big.Int)
+		}
+		f.balances[to].Add(f.balances[to], actual)
+	}
+	tx := crypto.Keccak256(ok.NonceKey.Nonce[:], ok.Payer[:], []byte("upto"))
+	res := x402.SettlementResponse{Success: true, Payer: payer, Transaction: "0x" + hex.EncodeToString(tx), Network: network, Amount: actual.String()}
+	f.settled = append(f.settled, res)
+	writeJSON(w, 200, res)
 }
