@@ -51,7 +51,7 @@ plugins:
 run: build plugins models
 	./$(BIN) serve
 
-test: lint plugins models test-go test-node fuzz
+test: lint plugins models test-go test-node test-plugins fuzz
 
 # The node judges (official npm SDKs against the running gateway) need their
 # pinned packages; TestNodeSDKs fails without them.
@@ -72,6 +72,15 @@ test-go: sdk-test-deps agent-test-deps
 
 test-node: plugins
 	node --test --test-reporter=spec wasm/test/
+
+# The conformance kit (`bardo plugins test`, host/plugincheck) on every
+# shipped plugin — each entry of the layers.wasm bundle, each standalone
+# layer and each provider — with the pipeline's local models; 10,000 calls
+# each for the memory check. The testplugins fail it on purpose
+# (host/plugincheck TestTestplugins).
+SHIPPED_PLUGINS := $(PLUGIN_DIR)/layers.wasm $(addprefix $(PLUGIN_DIR)/,$(addsuffix .wasm,$(notdir $(patsubst %/main.go,%,$(wildcard plugins/layers/*/main.go plugins/providers/*/main.go)))))
+test-plugins: build plugins models
+	@fail=0; for p in $(SHIPPED_PLUGINS); do ./$(BIN) plugins test $$p -pipeline pipeline.toml || fail=1; done; exit $$fail
 
 # A short run of every fuzz target (a count, not a duration: a time-boxed run
 # can fail with "context deadline exceeded" when a worker is slow to stop on a
