@@ -19,6 +19,10 @@ import (
 // successive generations then share one *sandbox.Plugin: the old one keeps
 // serving its requests in flight on it while the new one takes new requests,
 // and it is closed when the last pipeline holding it retires.
+//
+// A bundle's entries that load together (groupJobs) are one unit here: a
+// change to any of them (its config, timeout, pool, name) loads the module
+// again for all of them, since every instance is initialised for each.
 
 // pluginKey is everything a loaded plugin's behaviour depends on that an
 // entry of pipeline.toml sets: the module's content and the per-entry

@@ -414,7 +414,8 @@ func (p *Plugin) Closed() bool { return p.closed.Load() }
 func (p *Plugin) Trusted() bool { return p.opts.Trusted }
 
 // Stats reports how many instances were created and discarded (after traps or
-// timeouts) over the plugin's life.
+// timeouts) over the plugin's life — its module's, which a bundle's entries
+// share.
 func (p *Plugin) Stats() (instantiated, discarded int64) {
 	return p.instantiated.Load(), p.discarded.Load()
 }
@@ -801,7 +802,8 @@ func indexByte(b []byte, c byte) int {
 var _ io.Writer = (*lineLogger)(nil)
 
 // MemoryBytes reports the linear memory of the idle instances (for metrics and
-// benchmarks); instances busy in a call are not counted.
+// benchmarks); instances busy in a call are not counted. A bundle's entries
+// share their module's instances: each reports the same.
 func (p *Plugin) MemoryBytes() (instances int, bytes uint64) {
 	for {
 		select {
