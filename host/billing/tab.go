@@ -10,6 +10,7 @@ import (
 	"github.com/bardoinference/bardo/host/gateway"
 	"github.com/bardoinference/bardo/host/pricing"
 	"github.com/bardoinference/bardo/host/store"
+	"github.com/bardoinference/bardo/sdk/respcache"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -63,7 +64,7 @@ func (t *tab) Internal(s *gateway.Settlement) {
 func (t *tab) outcome(s *gateway.Settlement) pricing.Outcome {
 	switch s.Path {
 	case gateway.PathLayer:
-		if s.Usage != nil && (s.Cache == "hash-hit" || s.Cache == "semantic-hit") {
+		if s.Usage != nil && (s.Cache == respcache.VerdictHashHit || s.Cache == respcache.VerdictSemanticHit) {
 			return pricing.CacheHit(s.Prices, *s.Usage)
 		}
 	case gateway.PathUpstream, gateway.PathPassthrough, gateway.PathLocal, gateway.PathInternal:

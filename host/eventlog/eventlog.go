@@ -25,15 +25,25 @@ const (
 	CacheStaleServed   = "cache:stale_served"         // {tried}
 	ProvidersExhausted = "provider:exhausted"         // {tried, reason}: every provider failed, no cached answer
 	BudgetDowngraded   = "budget:downgraded"          // {account, key, from, to}: a budget would be exceeded, a cheaper equivalent serves
+
+	// Inference events (spec 003, "Inference events"): one request's way,
+	// with the account it belongs to, so a caller can follow its own.
+	InferenceStart    = "inference.start"             // {model, dialect, stream}
+	InferenceEnd      = "inference.end"               // {model, provider, status, latency_ms, streamed, cost_usd, charge_usd, savings_usd}
+	InferenceCacheHit = "inference.cache_hit"         // {cache, model, saved_usd}
+	InferenceFallback = "inference.provider_fallback" // {tried, provider}
 )
 
 // Event is one thing that happened.
 type Event struct {
-	Seq       uint64         `json:"seq"`
-	Time      time.Time      `json:"time"`
-	Type      string         `json:"type"`
-	RequestID string         `json:"request_id,omitempty"`
-	Data      map[string]any `json:"data,omitempty"`
+	Seq       uint64    `json:"seq"`
+	Time      time.Time `json:"time"`
+	Type      string    `json:"type"`
+	RequestID string    `json:"request_id,omitempty"`
+	// Account is the caller's account the event belongs to ("" for the
+	// operator's own events): GET /v1/events shows a caller only its own.
+	Account string         `json:"account,omitempty"`
+	Data    map[string]any `json:"data,omitempty"`
 }
 
 // DefaultCapacity is the ring's size when New is given none.
@@ -61,13 +71,18 @@ func New(capacity int, logger *slog.Logger) *Log {
 	return &Log{ring: make([]Event, capacity), next: 1, wake: make(chan struct{}), logger: logger}
 }
 
-// Emit records an event.
+// Emit records an operator event.
 func (l *Log) Emit(typ, requestID string, data map[string]any) {
+	l.EmitFor(typ, requestID, "", data)
+}
+
+// EmitFor records an event that belongs to a caller's account.
+func (l *Log) EmitFor(typ, requestID, account string, data map[string]any) {
 	if l == nil {
 		return
 	}
 	l.mu.Lock()
-	e := Event{Seq: l.next, Time: time.Now().UTC(), Type: typ, RequestID: requestID, Data: data}
+	e := Event{Seq: l.next, Time: time.Now().UTC(), Type: typ, RequestID: requestID, Account: account, Data: data}
 	l.ring[e.Seq%uint64(len(l.ring))] = e
 	l.next++
 	wake := l.wake

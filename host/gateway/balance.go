@@ -140,6 +140,19 @@ func (g *Gateway) usageDaily(ctx *fasthttp.RequestCtx) {
 // so read-only keys pass) and answers anything else in the caller's
 // dialect; ok false: the request was answered.
 func (g *Gateway) admitRead(ctx *fasthttp.RequestCtx) (d wire.Dialect, c Caller, ok bool) {
+	d, c, ok = g.admitGet(ctx)
+	if ok && (g.Accounts == nil || c.Tenant == "" || c.Tenant == AnonymousTenant) {
+		WriteError(ctx, d, &wire.Error{Status: 404, Kind: wire.ErrNotFound, Message: msgNoAccounts})
+		return d, c, false
+	}
+	return d, c, ok
+}
+
+// admitGet admits a GET that reads (Spends false): the caller's dialect
+// (from anthropic-version), 405 for another method, the admission's
+// refusal in that dialect. Open mode admits everyone as the anonymous
+// tenant.
+func (g *Gateway) admitGet(ctx *fasthttp.RequestCtx) (d wire.Dialect, c Caller, ok bool) {
 	d = wire.DialectOpenAI
 	if len(ctx.Request.Header.Peek("anthropic-version")) > 0 {
 		d = wire.DialectAnthropic
@@ -168,10 +181,6 @@ func (g *Gateway) admitRead(ctx *fasthttp.RequestCtx) (d wire.Dialect, c Caller,
 	}
 	if werr != nil {
 		WriteError(ctx, d, werr)
-		return d, c, false
-	}
-	if g.Accounts == nil || c.Tenant == "" || c.Tenant == AnonymousTenant {
-		WriteError(ctx, d, &wire.Error{Status: 404, Kind: wire.ErrNotFound, Message: msgNoAccounts})
 		return d, c, false
 	}
 	return d, c, true

@@ -91,6 +91,7 @@ func (g *Gateway) Serve(call *Call) *Outcome {
 		o.Err = werr
 		return o
 	}
+	g.Events.EmitFor(eventlog.InferenceStart, rid, caller.Tenant, map[string]any{"model": req.Model, "dialect": d.String(), "stream": req.Stream})
 	body := call.Body
 	if caller.Model != "" && caller.Model != req.Model {
 		// A budget downgrade: the cheaper model is asked for from here on,

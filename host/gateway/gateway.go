@@ -125,6 +125,8 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) bool {
 		g.usage(ctx)
 	case "/v1/usage/daily":
 		g.usageDaily(ctx)
+	case "/v1/events":
+		g.events(ctx)
 	case "/v1/responses":
 		g.responsesPost(ctx, method)
 	case "/v1/embeddings":

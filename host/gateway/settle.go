@@ -5,7 +5,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/bardoinference/bardo/host/eventlog"
 	"github.com/bardoinference/bardo/host/pricing"
+	"github.com/bardoinference/bardo/sdk/respcache"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -122,6 +124,40 @@ func (g *Gateway) settle(s *Settlement) {
 	if o := g.observer.Load(); o != nil {
 		(*o).Settled(*s)
 	}
+	g.inferenceEvents(s)
+}
+
+// inferenceEvents tells the event stream how a caller's request ended
+// (spec 003, "Inference events"): inference.end with cost and latency, and
+// inference.cache_hit or inference.provider_fallback when they happened.
+// A layer's internal completion is part of its request, not an event.
+func (g *Gateway) inferenceEvents(s *Settlement) {
+	if g.Events == nil || s.Internal || s.Tenant == "" {
+		return
+	}
+	end := map[string]any{"model": s.Model, "provider": s.Provider, "status": s.Status,
+		"latency_ms": s.Latency.Milliseconds(), "streamed": s.Streamed, "path": string(s.Path)}
+	if s.Model == "" {
+		end["model"] = s.Asked
+	}
+	if s.Streamed {
+		end["stream_end"] = string(s.StreamEnd)
+	}
+	if b := s.Bill; b != nil {
+		end["cost_usd"] = b.Figures.CostHeader()
+		end["savings_usd"] = b.Figures.SavingsHeader()
+	}
+	if len(s.Tried) > 0 {
+		g.Events.EmitFor(eventlog.InferenceFallback, s.RequestID, s.Tenant, map[string]any{"tried": s.Tried, "provider": s.Provider})
+	}
+	if s.Path == PathLayer && (s.Cache == respcache.VerdictHashHit || s.Cache == respcache.VerdictSemanticHit) {
+		hit := map[string]any{"cache": s.Cache, "model": s.Asked}
+		if b := s.Bill; b != nil {
+			hit["saved_usd"] = b.Figures.SavingsHeader()
+		}
+		g.Events.EmitFor(eventlog.InferenceCacheHit, s.RequestID, s.Tenant, hit)
+	}
+	g.Events.EmitFor(eventlog.InferenceEnd, s.RequestID, s.Tenant, end)
 }
 
 // addUsage folds a stream event's usage into u.

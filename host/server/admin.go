@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -283,4 +284,27 @@ func validName(s string) bool {
 		}
 	}
 	return true
+}
+
+// eventStream serves GET /admin/events/stream: every event — the
+// operator's (routing, fallbacks, budgets) and every caller's inference
+// events — as server-sent events, from now or after Last-Event-ID. A
+// consumer that falls behind the event buffer is dropped with a notice;
+// it never holds up a request.
+func (sv *Server) eventStream(ctx *fasthttp.RequestCtx) {
+	if !sv.adminGET(ctx) {
+		return
+	}
+	if sv.Admin.Events == nil {
+		adminFail(ctx, 404, "this gateway keeps no event stream")
+		return
+	}
+	log := sv.Admin.Events
+	from := log.ParseLastEventID(ctx.Request.Header.Peek("Last-Event-ID"))
+	ctx.SetContentType("text/event-stream")
+	ctx.Response.Header.Set("Cache-Control", "no-cache")
+	ctx.Response.Header.Set("X-Accel-Buffering", "no")
+	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+		log.SSE(context.Background(), w, from, nil, 0)
+	})
 }

@@ -151,6 +151,11 @@ func (sv *Server) handle(ctx *fasthttp.RequestCtx) {
 			sv.events(ctx)
 			return
 		}
+	case "/admin/events/stream":
+		if sv.Admin != nil && sv.Admin.Token != "" {
+			sv.eventStream(ctx)
+			return
+		}
 	}
 	if sv.Admin != nil && sv.Admin.Token != "" && sv.accountsRoute(ctx) {
 		return
@@ -165,8 +170,8 @@ func (sv *Server) handle(ctx *fasthttp.RequestCtx) {
 // routeLabel keeps metric label cardinality bounded.
 func routeLabel(ctx *fasthttp.RequestCtx) string {
 	switch p := string(ctx.Path()); p {
-	case "/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens", "/v1/completions", "/v1/models", "/v1/responses", "/v1/embeddings", "/v1/balance", "/v1/usage", "/v1/usage/daily", "/healthz", "/metrics",
-		"/admin/cache/flush", "/admin/regime", "/admin/health", "/admin/events":
+	case "/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens", "/v1/completions", "/v1/models", "/v1/responses", "/v1/embeddings", "/v1/balance", "/v1/usage", "/v1/usage/daily", "/v1/events", "/healthz", "/metrics",
+		"/admin/cache/flush", "/admin/regime", "/admin/health", "/admin/events", "/admin/events/stream":
 		return p
 	}
 	// The account API's paths carry ids: one label per family.

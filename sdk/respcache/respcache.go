@@ -212,6 +212,14 @@ const (
 	AnnotationReplayPace = "bardo.replay.pace_ms"
 )
 
+// The verdicts of HeaderCache.
+const (
+	VerdictHashHit     = "hash-hit"     // L3: the exact request was answered before
+	VerdictSemanticHit = "semantic-hit" // L2: the same question in the same context
+	VerdictMiss        = "miss"
+	VerdictStale       = "stale" // every provider failed; a kept answer past its TTL
+)
+
 // Answer makes res answer the request with resp, a cache entry stored at
 // storedMs (Unix milliseconds) and read at nowMs: the verdict, the tokens
 // saved and the entry's age in headers (then extra), the replay pace (pace,

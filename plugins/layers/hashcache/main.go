@@ -274,7 +274,7 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 		if err == nil && plugin.Now().UnixMilli()-storedMs < ttl.Milliseconds() {
 			// A fresh id in the caller's dialect: the host makes one for an
 			// answer that has none.
-			saved := respcache.Answer(res, &resp, "hash-hit", storedMs, plugin.Now().UnixMilli(), cfg.pace)
+			saved := respcache.Answer(res, &resp, respcache.VerdictHashHit, storedMs, plugin.Now().UnixMilli(), cfg.pace)
 			plugin.CounterAdd(metricHits, 1)
 			plugin.CounterAdd(metricSavedTokens, float64(saved))
 			return nil

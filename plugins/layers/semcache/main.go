@@ -423,7 +423,7 @@ func answer(res *wire.LayerResult, payload []byte, ctx string, words []qtoken, s
 		plugin.CounterAdd(metricErrors, 1)
 		return false
 	}
-	saved := respcache.Answer(res, &resp, "semantic-hit", storedMs, plugin.Now().UnixMilli(), cfg.pace,
+	saved := respcache.Answer(res, &resp, respcache.VerdictSemanticHit, storedMs, plugin.Now().UnixMilli(), cfg.pace,
 		wire.KV{Key: HeaderSimilarity, Value: strconv.FormatFloat(float64(score), 'f', 4, 32)})
 	plugin.CounterAdd(metricHits, 1)
 	plugin.CounterAdd(metricSavedTokens, float64(saved))
