@@ -20,6 +20,10 @@ type X402 struct {
 	// Facilitator is the base URL of the facilitator that settles
 	// payments (/settle; required when enabled).
 	Facilitator string
+	// FacilitatorAddress is the facilitator's own address (its
+	// /supported extra.facilitatorAddress for upto): set, the gateway
+	// offers upto beside exact.
+	FacilitatorAddress string
 	// MaxTimeout is the offers' maxTimeoutSeconds (0: default).
 	MaxTimeout time.Duration
 	// MinAmount is the least price offered, in USDC atomic units (0:
@@ -35,7 +39,7 @@ type X402 struct {
 }
 
 var (
-	x402Keys  = []string{"enabled", "pay_to", "network", "facilitator", "max_timeout", "min_amount", "spread_percent", "requests_per_minute", "resource_base"}
+	x402Keys  = []string{"enabled", "pay_to", "network", "facilitator", "facilitator_address", "max_timeout", "min_amount", "spread_percent", "requests_per_minute", "resource_base"}
 	evmAddrRe = regexp.MustCompile(`^0x[0-9a-fA-F]{40}$`)
 )
 
@@ -73,6 +77,13 @@ func (c *checker) x402(tree map[string]any, a Auth) X402 {
 			c.errf(joinKey(p, "facilitator"), "must be an http(s) URL, got %q", s)
 		} else {
 			x.Facilitator = s
+		}
+	}
+	if s, ok := c.str(t, p, "facilitator_address"); ok {
+		if !evmAddrRe.MatchString(s) {
+			c.errf(joinKey(p, "facilitator_address"), "must be a 0x-prefixed 20-byte hex address, got %q", s)
+		} else {
+			x.FacilitatorAddress = s
 		}
 	}
 	if d, ok := c.duration(t, p, "max_timeout"); ok {

@@ -17,6 +17,7 @@ enabled = true
 pay_to = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C"
 network = "eip155:84532"
 facilitator = "https://x402.org/facilitator"
+facilitator_address = "0x1234567890123456789012345678901234567890"
 max_timeout = "90s"
 min_amount = 500
 spread_percent = 18
@@ -28,7 +29,8 @@ requests_per_minute = 30
 	x := cfg.X402
 	if !x.Enabled || x.PayTo != "0x209693Bc6afc0C5328bA36FaF03C514EF312287C" || x.Network != "eip155:84532" ||
 		x.Facilitator != "https://x402.org/facilitator" || x.MaxTimeout != 90*time.Second || x.MinAmount != 500 ||
-		x.SpreadBps == nil || *x.SpreadBps != 1800 || x.RequestsPerMinute != 30 {
+		x.SpreadBps == nil || *x.SpreadBps != 1800 || x.RequestsPerMinute != 30 ||
+		x.FacilitatorAddress != "0x1234567890123456789012345678901234567890" {
 		t.Fatalf("%+v", x)
 	}
 	if cfg, err := Parse(nil, "pipeline.toml"); err != nil || cfg.X402.Enabled {
@@ -39,6 +41,7 @@ requests_per_minute = 30
 		"x402 = 1\n": "x402",
 		keys + "[x402]\nenabled = true\nfacilitator = \"http://127.0.0.1:1\"\n": "needs pay_to",
 		keys + "[x402]\npay_to = \"0x12\"\n":                                    "x402.pay_to",
+		keys + "[x402]\nfacilitator_address = \"fac\"\n":                        "x402.facilitator_address",
 		keys + "[x402]\nnetwork = \"base\"\n":                                   "x402.network",
 		keys + "[x402]\nfacilitator = \"x402.org\"\n":                           "x402.facilitator",
 		keys + "[x402]\nmax_timeout = \"1s\"\n":                                 "x402.max_timeout",

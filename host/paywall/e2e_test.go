@@ -49,7 +49,13 @@ data_dir = "` + t.TempDir() + `"
 enabled = true
 pay_to = "` + payTo.Hex() + `"
 facilitator = "` + fac.URL + `"
-` + testgateway.FakeProviders(fake.URL())
+facilitator_address = "` + fac.Address.Hex() + `"
+` + testgateway.FakeProviders(fake.URL()) + `
+[[provider.model]]
+id = "claude-sonnet-4-5"
+input_price = "3"
+output_price = "15"
+`
 	gw := testgateway.Start(t, toml, testgateway.Options{Env: testgateway.FakeProviderEnv()})
 	// Neither SDK holds a gateway key: "sk-none" is not a bardo_sk_ key,
 	// so the request carries no credential the gateway knows.
@@ -146,7 +152,14 @@ func TestGatewayExact(t *testing.T) {
 		t.Fatalf("%d settlements after a replay, want 1", n)
 	}
 
-	// A stream is settled at its end, the answer in its trailer.
+	// A stream is settled at its end, the answer in its trailer. Its body
+	// differs ("stream": true), so its price does: it gets its own 402.
+	unpaid := e.an.Messages.NewStreaming(context.WithoutCancel(ctx), anthropicParams, anthropicoption.WithResponseInto(&resp))
+	for unpaid.Next() {
+	}
+	if !errors.As(unpaid.Err(), &ae) || ae.StatusCode != 402 {
+		t.Fatalf("unpaid stream: %v", unpaid.Err())
+	}
 	pay = sign(t, resp, key)
 	stream := e.an.Messages.NewStreaming(context.WithoutCancel(ctx), anthropicParams, anthropicoption.WithHeader(x402.HeaderPaymentSignature, pay))
 	for stream.Next() {
@@ -157,4 +170,53 @@ func TestGatewayExact(t *testing.T) {
 	if n := len(e.fac.Settlements()); n != 2 {
 		t.Fatalf("%d settlements after the stream, want 2", n)
 	}
+}
+
+// An upto payment through the daemon: served, and settled for at most its
+// maximum (what the fake's usage costs; 0 puts nothing on chain).
+func TestGatewayUpto(t *testing.T) {
+	e := startE2E(t)
+	var resp *http.Response
+	_, err := e.an.Messages.New(t.Context(), anthropicParams, anthropicoption.WithResponseInto(&resp))
+	if err == nil {
+		t.Fatal("served without payment")
+	}
+	pr, err := x402.DecodePaymentRequired(resp.Header.Get(x402.HeaderPaymentRequired))
+	if err != nil || len(pr.Accepts) != 2 || pr.Accepts[1].Scheme != x402.SchemeUpto {
+		t.Fatalf("challenge %+v (%v)", pr, err)
+	}
+	o := pr.Accepts[1]
+	key := wallet(t)
+	maxAmt, _ := new(big.Int).SetString(o.Amount, 10)
+	now := time.Now().Unix()
+	w := x402.Permit2Witness{Token: common.HexToAddress(o.Asset), Amount: maxAmt, Spender: x402.UptoProxyAddress,
+		Nonce: big.NewInt(now), Deadline: big.NewInt(now + 100), To: common.HexToAddress(o.PayTo), Facilitator: e.fac.Address,
+		ValidAfter: big.NewInt(now - 60)}
+	sig, err := crypto.Sign(w.Digest(8453).Bytes(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig[64] += 27
+	h, _ := x402.EncodeHeader(&x402.PaymentPayload{X402Version: 2, Accepted: &o, Payload: x402.ExactEVMPayload{
+		Signature: "0x" + common.Bytes2Hex(sig), Permit2Authorization: w.Wire(crypto.PubkeyToAddress(key.PublicKey))}})
+	var paid *http.Response
+	if _, err := e.an.Messages.New(t.Context(), anthropicParams, anthropicoption.WithHeader(x402.HeaderPaymentSignature, h),
+		anthropicoption.WithResponseInto(&paid)); err != nil {
+		t.Fatalf("paid upto: %v", err)
+	}
+	res, err := x402.DecodeSettlementResponse(paid.Header.Get(x402.HeaderPaymentResponse))
+	if err != nil || !res.Success {
+		t.Fatalf("PAYMENT-RESPONSE %+v (%v)", res, err)
+	}
+	amt, ok := new(big.Int).SetString(res.Amount, 10)
+	if !ok || amt.Cmp(maxAmt) > 0 {
+		t.Fatalf("settled %q, max %s", res.Amount, maxAmt)
+	}
+	if amt.Sign() == 0 || amt.Cmp(maxAmt) >= 0 {
+		t.Errorf("settled %s of a %s maximum: want the usage's price, below the estimate", amt, maxAmt)
+	}
+	if n := len(e.fac.Settlements()); (amt.Sign() > 0) != (n == 1) {
+		t.Fatalf("settled %s with %d on-chain settlements", amt, n)
+	}
+	t.Logf("upto: max %s, settled %s (X-Bardo-Cost %s)", maxAmt, amt, paid.Header.Get("X-Bardo-Cost"))
 }

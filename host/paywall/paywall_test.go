@@ -427,3 +427,5 @@ func TestRateLimitPerWallet(t *testing.T) {
 		t.Fatalf("another wallet: %+v", e)
 	}
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
