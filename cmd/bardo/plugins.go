@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -121,7 +122,7 @@ func pluginsTest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	timeout := fs.Duration("timeout", time.Second, "per call; the plugin runs untrusted and is interrupted at it")
 	memory := fs.Int64("memory", 64<<20, "linear memory cap per instance, bytes")
 	maxP50 := fs.Duration("max-p50", 0, "fail when the time per call (p50) is over this (0: report only)")
-	pipeline := fs.String("pipeline", "", "serve the [[model]]s of this pipeline.toml to the plugin (embed, classify, vectors)")
+	pipeline := fs.String("pipeline", "", "take the plugin's config from this pipeline.toml's entry, and serve its [[model]]s (embed, classify, vectors)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -135,12 +136,17 @@ func pluginsTest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		opts.Config, _ = json.Marshal(map[string]json.RawMessage(cfg))
 	}
 	if *pipeline != "" {
-		svc, closeFn, err := pipelineServices(*pipeline)
+		cfg, err := config.Load(*pipeline)
+		if err != nil {
+			return err
+		}
+		svc, closeFn, err := pipelineServices(*pipeline, cfg)
 		if err != nil {
 			return err
 		}
 		defer closeFn()
 		opts.Services = svc
+		opts.Configs = pipelineConfigs(cfg)
 	}
 	reports := plugincheck.Run(ctx, opts)
 	for i, rep := range reports {
@@ -161,11 +167,7 @@ func pluginsTest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 // pipelineServices loads the local models a pipeline.toml declares, as the
 // daemon does, so layers that embed or classify can be checked with them.
-func pipelineServices(path string) (sandbox.Services, func(), error) {
-	cfg, err := config.Load(path)
-	if err != nil {
-		return sandbox.Services{}, nil, err
-	}
+func pipelineServices(path string, cfg *config.Config) (sandbox.Services, func(), error) {
 	reg := registry.New(nil)
 	if err := reg.Sync(cfg.Models, cfg.ModelSpecs); err != nil {
 		reg.Close()
@@ -173,6 +175,29 @@ func pipelineServices(path string) (sandbox.Services, func(), error) {
 	}
 	vs := vectorindex.NewSpaces(vectorindex.SpacesConfig{MaxEntries: cfg.Models.IndexMaxEntries})
 	return sandbox.Services{Models: reg, Vectors: vs}, func() { vs.Close(); reg.Close() }, nil
+}
+
+// pipelineConfigs are the config tables of a pipeline's entries by plugin
+// name: a bundle entry's name, else the module's file name (the first
+// entry wins when several use one plugin).
+func pipelineConfigs(cfg *config.Config) map[string][]byte {
+	out := map[string][]byte{}
+	add := func(s config.PluginSpec) {
+		name := s.Entry
+		if name == "" {
+			name = strings.TrimSuffix(filepath.Base(s.Plugin), ".wasm")
+		}
+		if _, ok := out[name]; !ok {
+			out[name] = s.Config
+		}
+	}
+	for _, l := range cfg.Layers {
+		add(l.PluginSpec)
+	}
+	for _, p := range cfg.Providers {
+		add(p.PluginSpec)
+	}
+	return out
 }
 
 func pluginsNew(args []string, stdout, stderr io.Writer) error {

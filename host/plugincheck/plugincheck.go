@@ -31,8 +31,11 @@ import (
 // Options configure one run of the checks.
 type Options struct {
 	Path   string // the .wasm file
-	Config []byte // the plugin's [layer.config] / [provider.config] as JSON; nil: {}
-	Entry  string // check only this plugin of a bundle module (ABI v1.5); "": every one
+	Config []byte // the plugin's [layer.config] / [provider.config] as JSON; nil: Configs, else {}
+	// Configs are configs by plugin name (a bundle's entries each have
+	// theirs), for the plugins Config does not set: pipeline.toml's.
+	Configs map[string][]byte
+	Entry   string // check only this plugin of a bundle module (ABI v1.5); "": every one
 
 	// Calls is how many calls the memory and time checks make (default
 	// 10,000). Each carries a different prompt, so a plugin that keeps
@@ -161,9 +164,6 @@ func Run(ctx context.Context, opts Options) []*Report {
 	if opts.MaxGrowth <= 0 {
 		opts.MaxGrowth = 4 << 20
 	}
-	if opts.Config == nil {
-		opts.Config = []byte(`{}`)
-	}
 	if opts.Cache == nil {
 		opts.Cache = wazero.NewCompilationCache()
 		defer opts.Cache.Close(context.Background())
@@ -205,7 +205,14 @@ func Run(ctx context.Context, opts Options) []*Report {
 			r.Checks = append(r.Checks, Check{Name: "entry", OK: true,
 				Detail: fmt.Sprintf("%d of %d in the module", i+1, len(info.entries))})
 		}
-		k := &kit{opts: opts, report: r, out: &guestOutput{}, exports: info.exports}
+		eo := opts
+		if eo.Config == nil {
+			eo.Config = opts.Configs[d.Name]
+		}
+		if eo.Config == nil {
+			eo.Config = []byte(`{}`)
+		}
+		k := &kit{opts: eo, report: r, out: &guestOutput{}, exports: info.exports}
 		k.run(ctx, code, r.Entry)
 		r.Took = time.Since(t0)
 		reports = append(reports, r)
