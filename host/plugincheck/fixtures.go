@@ -119,21 +119,6 @@ func withLastUserText(text string) *wire.Request {
 	return req
 }
 
-// lastText returns the last user text block of req, to vary per call.
-func lastText(req *wire.Request) *wire.Block {
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role != "user" {
-			continue
-		}
-		for j := len(req.Messages[i].Content) - 1; j >= 0; j-- {
-			if req.Messages[i].Content[j].Type == wire.BlockText {
-				return &req.Messages[i].Content[j]
-			}
-		}
-	}
-	return nil
-}
-
 // responseSample is a complete answer, as an upstream's decoded response.
 func responseSample(text string) wire.Response {
 	return wire.Response{ID: "msg_kit", Model: "gpt-4o-mini",
