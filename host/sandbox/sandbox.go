@@ -626,10 +626,12 @@ func (p *Plugin) Call(ctx context.Context, op plugin.Op, in []byte, info CallInf
 	return out, err
 }
 
-// count adds one to a bardo_sandbox_* counter labelled by the plugin.
+// count adds one to a bardo_sandbox_instances_* counter labelled by the
+// module (the plugin's name, or a bundle's file): instances are the
+// module's, whichever entry needed one.
 func (p *Plugin) count(name string) {
 	if p.host != nil {
-		p.host.Add(name, 1, "plugin", p.opts.Name)
+		p.host.Add(name, 1, "plugin", p.module.name)
 	}
 }
 
