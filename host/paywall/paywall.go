@@ -75,8 +75,11 @@ type Config struct {
 	Nonces store.Nonces
 	// Owed keeps the settlements that failed (required).
 	Owed store.X402Settlements
-	Now  func() time.Time
-	Log  *slog.Logger
+	// Usage, when set, gets a usage record per paid request under its
+	// wallet (account id "wallet:0x…"), as a key's requests do.
+	Usage store.UsageLog
+	Now   func() time.Time
+	Log   *slog.Logger
 }
 
 // Paywall implements admit.Payments.
@@ -310,11 +313,11 @@ func (p *Paywall) Pay(ctx context.Context, cred auth.Credential, a *gateway.Admi
 			Message:      "rate limit reached: this wallet may send " + strconv.Itoa(p.cfg.RequestsPerMinute) + " requests a minute; nothing was charged"}
 	}
 	if vu != nil {
-		c.Tab = &uptoTab{p: p, payload: pl, req: req, verified: vu, input: a.InputTokens,
+		c.Tab = &uptoTab{p: p, payload: pl, req: req, verified: vu, input: a.InputTokens, tenant: tenant,
 			bill: pricing.NewBill(pricing.Terms{Spread: p.cfg.Spread})}
 		return c, nil
 	}
-	c.Tab = &tab{p: p, payload: pl, req: req, verified: v}
+	c.Tab = &tab{p: p, payload: pl, req: req, verified: v, input: a.InputTokens, tenant: tenant}
 	return c, nil
 }
 

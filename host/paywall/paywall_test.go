@@ -20,6 +20,7 @@ import (
 	"github.com/bardoinference/bardo/host/gateway"
 	"github.com/bardoinference/bardo/host/paywall"
 	"github.com/bardoinference/bardo/host/pricing"
+	"github.com/bardoinference/bardo/host/store"
 	"github.com/bardoinference/bardo/host/store/sqlite"
 	"github.com/bardoinference/bardo/host/x402"
 	"github.com/bardoinference/bardo/host/x402/x402test"
@@ -58,7 +59,7 @@ func (r *rig) open() {
 	}
 	r.t.Cleanup(func() { st.Close() })
 	pw, err := paywall.New(context.Background(), paywall.Config{PayTo: payTo, Settler: &x402.Facilitator{URL: r.fac.URL},
-		Nonces: st, Owed: st})
+		Nonces: st, Owed: st, Usage: st})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -429,3 +430,37 @@ func TestRateLimitPerWallet(t *testing.T) {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// Each paid request leaves a usage record under its wallet: the charge
+// settled, or 0 with the answer's status when nothing was.
+func TestUsageRecords(t *testing.T) {
+	r := newRig(t)
+	key := wallet(t)
+	tenant := "wallet:" + strings.ToLower(crypto.PubkeyToAddress(key.PublicKey).Hex())
+	for _, s := range []*gateway.Settlement{
+		{RequestID: "ok", Path: gateway.PathUpstream, Upstream: true, Status: 200, Model: "claude-sonnet-4", Provider: "claude",
+			Usage: &wire.Usage{InputTokens: 100, OutputTokens: 50}, Priced: true,
+			Prices: pricing.Prices{Input: catalog.PriceFromNanos(3e9), Output: catalog.PriceFromNanos(15e9)}},
+		{RequestID: "failed", Path: gateway.PathUpstream, Upstream: true, Status: 502, Err: &wire.Error{Status: 502}},
+	} {
+		c, e := r.keys.Admit(context.Background(), admission(newPayment(t, r, key).headers(t)))
+		if e != nil {
+			t.Fatal(e)
+		}
+		c.Tab.Close(s)
+	}
+	page, err := r.st.Usage(context.Background(), store.UsageQuery{AccountID: tenant, Limit: 10})
+	if err != nil || len(page.Records) != 2 {
+		t.Fatalf("usage %+v (%v)", page, err)
+	}
+	got := map[string]store.Usage{}
+	for _, u := range page.Records {
+		got[u.RequestID] = u
+	}
+	if u := got["ok"]; u.Charge != 21600 || u.Cost != 1050 || u.InputTokens != 100 || u.OutputTokens != 50 || u.Status != 200 || u.Provider != "claude" {
+		t.Errorf("served: %+v", u)
+	}
+	if u := got["failed"]; u.Charge != 0 || u.Status != 502 {
+		t.Errorf("failed: %+v", u)
+	}
+}

@@ -19,6 +19,8 @@ type tab struct {
 	payload  *x402.PaymentPayload
 	req      *x402.PaymentRequirements
 	verified *x402.Verified
+	input    int64
+	tenant   string
 }
 
 // Internal implements gateway.Tab. An exact payment is a fixed price: a
@@ -42,15 +44,17 @@ func served(s *gateway.Settlement) bool {
 // same value goes in the trailer comment line. A settlement that fails is
 // recorded and retried, and the payer refused until it clears.
 func (t *tab) Close(s *gateway.Settlement) gateway.Bill {
+	p := t.p
+	cost := pricing.NewBill(pricing.Terms{})
+	cost.Add(outcome(s, t.input))
+	f := cost.Settle() // the provider cost and usage, for the record
+	f.Charge, f.Savings = 0, 0
 	if !served(s) {
+		p.recordUsage(s, t.tenant, &f)
 		return gateway.Bill{}
 	}
-	p := t.p
-	amount := pricing.Micros(t.verified.Amount.Int64()) // USDC atomic units are micro-USD
-	f := pricing.Figures{Charge: amount}
-	if s.Usage != nil {
-		f.Usage = *s.Usage
-	}
+	f.Charge = pricing.Micros(t.verified.Amount.Int64()) // USDC atomic units are micro-USD
+	f.Savings = f.Direct - f.Charge
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.SettleTimeout)
 	res, err := p.cfg.Settler.Settle(ctx, t.payload, t.req)
 	cancel()
@@ -64,6 +68,7 @@ func (t *tab) Close(s *gateway.Settlement) gateway.Bill {
 		p.record(s.RequestID, payer, t.payload, t.req, reason)
 		res = &x402.SettlementResponse{Success: false, ErrorReason: reason, Payer: t.verified.Payer.Hex(), Network: t.req.Network}
 	}
+	p.recordUsage(s, t.tenant, &f)
 	name := x402.HeaderPaymentResponse
 	if t.payload.X402Version == x402.Version1 {
 		name = x402.HeaderXPaymentResponse
@@ -143,5 +148,25 @@ func (p *Paywall) Retry(ctx context.Context, payer string) {
 	}
 	for k, v := range still {
 		p.owed[k] = v
+	}
+}
+
+// recordUsage writes the request's usage record under its wallet, as a
+// key's request gets one (Config.Usage; nil: none). The charge is what the
+// payment settled or owes, 0 when nothing was settled.
+func (p *Paywall) recordUsage(s *gateway.Settlement, tenant string, f *pricing.Figures) {
+	if p.cfg.Usage == nil {
+		return
+	}
+	u := store.Usage{RequestID: s.RequestID, AccountID: tenant, Model: s.Model, Provider: s.Provider,
+		InputTokens: f.Usage.InputTokens, OutputTokens: f.Usage.OutputTokens,
+		CacheReadTokens: f.Usage.CacheReadTokens, CacheWriteTokens: f.Usage.CacheWriteTokens,
+		Cost: int64(f.Cost), Charge: int64(f.Charge), Savings: int64(f.Savings), Cache: s.Cache,
+		LatencyMicros: s.Latency.Microseconds(), Status: s.Status, At: p.cfg.Now()}
+	if u.Model == "" {
+		u.Model = s.Asked
+	}
+	if err := p.cfg.Usage.RecordUsage(context.Background(), u); err != nil {
+		p.cfg.Log.Error("x402: recording usage", "request_id", s.RequestID, "tenant", tenant, "err", err)
 	}
 }

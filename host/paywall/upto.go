@@ -31,6 +31,7 @@ type uptoTab struct {
 	req      *x402.PaymentRequirements
 	verified *x402.VerifiedUpto
 	input    int64 // the admission's input estimate
+	tenant   string
 
 	mu   sync.Mutex
 	bill pricing.Bill
@@ -40,7 +41,7 @@ type uptoTab struct {
 // charged with the request, within the maximum.
 func (t *uptoTab) Internal(s *gateway.Settlement) {
 	t.mu.Lock()
-	t.bill.Add(t.outcome(s))
+	t.bill.Add(outcome(s, t.input))
 	t.mu.Unlock()
 }
 
@@ -49,7 +50,7 @@ func (t *uptoTab) Internal(s *gateway.Settlement) {
 // costs the cache price; an error, a refusal or a broken stream costs
 // nothing. A stream whose client went away is charged what it used: the
 // upstream billed it.
-func (t *uptoTab) outcome(s *gateway.Settlement) pricing.Outcome {
+func outcome(s *gateway.Settlement, input int64) pricing.Outcome {
 	switch s.Path {
 	case gateway.PathLayer:
 		if s.Usage != nil && (s.Cache == respcache.VerdictHashHit || s.Cache == respcache.VerdictSemanticHit) {
@@ -61,7 +62,7 @@ func (t *uptoTab) outcome(s *gateway.Settlement) pricing.Outcome {
 		}
 		u := s.Usage
 		if u == nil {
-			u = &wire.Usage{InputTokens: t.input}
+			u = &wire.Usage{InputTokens: input}
 		}
 		if !s.Priced {
 			return pricing.Served(pricing.Prices{}, *u, s.Optimizations)
@@ -77,7 +78,7 @@ func (t *uptoTab) outcome(s *gateway.Settlement) pricing.Outcome {
 // once, and the nonce was consumed at admission.
 func (t *uptoTab) Close(s *gateway.Settlement) gateway.Bill {
 	t.mu.Lock()
-	t.bill.Add(t.outcome(s))
+	t.bill.Add(outcome(s, t.input))
 	f := t.bill.Settle()
 	t.mu.Unlock()
 	charge := big.NewInt(int64(f.Charge)) // USDC atomic units are micro-USD
@@ -112,6 +113,7 @@ func (t *uptoTab) Close(s *gateway.Settlement) gateway.Bill {
 			res.Amount = charge.String()
 		}
 	}
+	p.recordUsage(s, t.tenant, &f)
 	v, _ := x402.EncodeHeader(res)
 	b := gateway.Bill{Figures: f, Headers: []wire.KV{{Key: name, Value: v}, {Key: pricing.HeaderCost, Value: f.CostHeader()}}}
 	if s.Streamed {
