@@ -25,11 +25,7 @@ func (k *kit) checkLayer(ctx context.Context) {
 		for _, s := range samples {
 			k.layerRequest(ctx, "request/"+s.name, plugin.OpOnRequest, s, false)
 		}
-		if s, err := unknownFieldsSample(); err != nil {
-			k.fail("request/unknown-fields", "%v", err)
-		} else {
-			k.layerRequest(ctx, "request/unknown-fields", plugin.OpOnRequest, s, false)
-		}
+		k.unknownFields(ctx)
 		k.layerRequest(ctx, "request/empty", plugin.OpOnRequest, emptySample(), true)
 		k.layerRequest(ctx, "request/huge", plugin.OpOnRequest, hugeSample(), true)
 		for i, text := range k.opts.Probes {
@@ -65,6 +61,71 @@ func (k *kit) checkLayer(ctx context.Context) {
 		}
 	}
 	k.layerMemory(ctx, samples[0])
+}
+
+// unknownFields sends one request twice, with and without members no API
+// has (at the top, in a message, a content part, a tool): the layer must
+// treat both alike — the gateway keeps such members and forwards them, so a
+// layer that refuses or answers differently breaks clients newer than it.
+func (k *kit) unknownFields(ctx context.Context) {
+	const name = "request/unknown-fields"
+	s, err := unknownFieldsSample()
+	if err != nil {
+		k.fail(name, "%v", err)
+		return
+	}
+	d := k.report.Descriptor
+	run := func(req *wire.Request) (*wire.LayerResult, error) {
+		wire.EncodeLayerRequest(&k.enc, &s.meta, req, d.Reads)
+		out, err := k.call(ctx, plugin.OpOnRequest, k.enc.Bytes())
+		if err != nil {
+			return nil, err
+		}
+		var res wire.LayerResult
+		if err := res.Decode(out); err != nil {
+			return nil, fmt.Errorf("result does not decode: %w", err)
+		}
+		return &res, nil
+	}
+	plain, err := run(withoutExtras(s.req))
+	if err != nil {
+		k.fail(name, "without the unknown members: %s", k.explain(err))
+		return
+	}
+	res, err := run(s.req)
+	if err != nil {
+		k.fail(name, "%s", k.explain(err))
+		return
+	}
+	if why := checkLayerResult(res, d.Writes); why != "" {
+		k.fail(name, "%s", why)
+		return
+	}
+	if res.Action != plain.Action || res.Patched != plain.Patched {
+		k.fail(name, "with unknown members: %s; without them: %s — a layer must pass members it does not know", describeResult(res), describeResult(plain))
+		return
+	}
+	k.pass(name, "%s, as without them", describeResult(res))
+}
+
+// withoutExtras copies req without its unknown members at every level.
+func withoutExtras(req *wire.Request) *wire.Request {
+	c := *req
+	c.Extra = nil
+	c.Messages = slices.Clone(req.Messages)
+	for i := range c.Messages {
+		m := &c.Messages[i]
+		m.Extra = nil
+		m.Content = slices.Clone(m.Content)
+		for j := range m.Content {
+			m.Content[j].Extra = nil
+		}
+	}
+	c.Tools = slices.Clone(req.Tools)
+	for i := range c.Tools {
+		c.Tools[i].Extra = nil
+	}
+	return &c
 }
 
 // failure is how a call's outcome fails a check: onlyTraps accepts a

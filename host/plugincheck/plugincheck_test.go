@@ -53,6 +53,8 @@ var testpluginCases = []testpluginCase{
 		fails: []want{{"load", []string{"plugin error", "init"}}}},
 	{name: "leak", pkg: "leak", calls: 10_000,
 		fails: []want{{"memory", []string{"grew", "something is kept per call"}}}},
+	{name: "strict", pkg: "strict",
+		fails: []want{{"request/unknown-fields", []string{"with unknown members: rejected", "without them: continued"}}}},
 	{name: "hostcalls", pkg: "hostcalls", probes: []string{"trap!"},
 		fails: []want{{`request/probe-1 "trap!"`, []string{"trapped", "hostcalls: trap requested"}}}},
 	{name: "services", pkg: "services", probes: []string{"embed-missing"},
