@@ -11,9 +11,12 @@ WASM_FLAGS  := -buildmode=c-shared -trimpath -ldflags=-s
 
 # Every plugin is a main package in its own folder; its .wasm takes the folder's name.
 PLUGIN_PKGS := $(wildcard plugins/layers/*/main.go plugins/providers/*/main.go testplugins/*/main.go)
-# layers.wasm bundles every shipped layer in one module (docs/abi.md, "Bundles"):
-# scripts/bundle.sh assembles it from the same folders.
+# bardo.wasm bundles every first-party layer and provider in one module
+# (docs/abi.md, "Bundles"; what pipeline.toml loads), layers.wasm the layers
+# alone (for the edge host, which lacks the abi_minor import a provider
+# brings): scripts/bundle.sh assembles them from the same folders.
 BUNDLE_LAYERS := $(patsubst %/main.go,%,$(wildcard plugins/layers/*/main.go))
+BUNDLE_PKGS   := $(BUNDLE_LAYERS) $(patsubst %/main.go,%,$(wildcard plugins/providers/*/main.go))
 GO_SOURCES  := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null) go.mod go.sum sdk/go.mod
 
 .PHONY: all run build plugins models test test-go test-node sdk-test-deps agent-test-deps fuzz bench lint clean deps
@@ -44,6 +47,8 @@ plugins:
 		d=$$(dirname $$m); n=$$(basename $$d); \
 		$(WASM_ENV) $(GO) build $(WASM_FLAGS) -o $(PLUGIN_DIR)/$$n.wasm ./$$d || exit 1; \
 	done
+	@bash scripts/bundle.sh $(BUILD)/_bundle/bardo $(BUNDLE_PKGS)
+	@$(WASM_ENV) $(GO) build $(WASM_FLAGS) -o $(PLUGIN_DIR)/bardo.wasm ./$(BUILD)/_bundle/bardo
 	@bash scripts/bundle.sh $(BUILD)/_bundle/layers $(BUNDLE_LAYERS)
 	@$(WASM_ENV) $(GO) build $(WASM_FLAGS) -o $(PLUGIN_DIR)/layers.wasm ./$(BUILD)/_bundle/layers
 	@echo "plugins: $$(ls $(PLUGIN_DIR) | tr '\n' ' ')"
@@ -74,11 +79,11 @@ test-node: plugins
 	node --test --test-reporter=spec wasm/test/
 
 # The conformance kit (`bardo plugins test`, host/plugincheck) on every
-# shipped plugin — each entry of the layers.wasm bundle, each standalone
+# shipped plugin — each entry of the bardo.wasm bundle, each standalone
 # layer and each provider — with the pipeline's local models; 10,000 calls
 # each for the memory check. The testplugins fail it on purpose
 # (host/plugincheck TestTestplugins).
-SHIPPED_PLUGINS := $(PLUGIN_DIR)/layers.wasm $(addprefix $(PLUGIN_DIR)/,$(addsuffix .wasm,$(notdir $(patsubst %/main.go,%,$(wildcard plugins/layers/*/main.go plugins/providers/*/main.go)))))
+SHIPPED_PLUGINS := $(PLUGIN_DIR)/bardo.wasm $(addprefix $(PLUGIN_DIR)/,$(addsuffix .wasm,$(notdir $(patsubst %/main.go,%,$(wildcard plugins/layers/*/main.go plugins/providers/*/main.go)))))
 test-plugins: build plugins models
 	@fail=0; for p in $(SHIPPED_PLUGINS); do ./$(BIN) plugins test $$p -pipeline pipeline.toml || fail=1; done; exit $$fail
 

@@ -319,7 +319,7 @@ func defaultPipelineDir(tb testing.TB) string {
 			}
 		}
 	}
-	if err := os.Symlink(wasmbuild.MustBuild(tb, wasmbuild.BundleLayers), filepath.Join(pdir, "layers.wasm")); err != nil {
+	if err := os.Symlink(wasmbuild.MustBuild(tb, wasmbuild.Bundle), filepath.Join(pdir, "bardo.wasm")); err != nil {
 		tb.Fatal(err)
 	}
 	modeltest.Dir(tb, modeltest.Glove)

@@ -22,8 +22,8 @@ func init() {
 			Plugins[e.Name()+".wasm"] = "plugins/layers/" + e.Name()
 		}
 	}
-	// pipeline.toml ships them bundled in one module.
-	Plugins["layers.wasm"] = wasmbuild.BundleLayers
+	// pipeline.toml ships them, and the providers, bundled in one module.
+	Plugins["bardo.wasm"] = wasmbuild.Bundle
 }
 
 // ShippedLayers returns the repository's pipeline.toml — what `make run`

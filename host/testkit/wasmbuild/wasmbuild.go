@@ -35,13 +35,12 @@ func Root() (string, error) {
 	}
 }
 
-// BundleLayers names the bundle of every shipped layer (layers.wasm, built
-// by scripts/bundle.sh from plugins/layers/*) for Build.
-const BundleLayers = "bundle:layers"
+// Bundle names the bundle of every first-party plugin (bardo.wasm, built by
+// scripts/bundle.sh from plugins/layers/* and plugins/providers/*) for Build.
+const Bundle = "bundle:bardo"
 
 // Build compiles the plugin package pkg (a path relative to the repository
-// root, e.g. "testplugins/noop", or "bundle:<kind>" for a bundle of every
-// plugin in plugins/<kind>) and returns the .wasm path.
+// root, e.g. "testplugins/noop", or Bundle) and returns the .wasm path.
 func Build(pkg string) (string, error) {
 	mu.Lock()
 	defer mu.Unlock()
@@ -66,11 +65,13 @@ func Build(pkg string) (string, error) {
 	tmp.Close()
 	defer os.Remove(tmp.Name())
 	src := pkg
-	if name, ok := strings.CutPrefix(pkg, "bundle:"); ok {
+	if pkg == Bundle {
 		// A bundle is assembled from the plugin folders first, as `make
 		// plugins` does, in a directory of this process's own.
-		src = fmt.Sprintf("build/_bundle/p%d/%s", os.Getpid(), name)
-		dirs, _ := filepath.Glob(filepath.Join(root, "plugins", name, "*", "main.go"))
+		src = fmt.Sprintf("build/_bundle/p%d/bardo", os.Getpid())
+		layers, _ := filepath.Glob(filepath.Join(root, "plugins", "layers", "*", "main.go"))
+		providers, _ := filepath.Glob(filepath.Join(root, "plugins", "providers", "*", "main.go"))
+		dirs := append(layers, providers...)
 		args := []string{"scripts/bundle.sh", src}
 		for _, d := range dirs {
 			rel, _ := filepath.Rel(root, filepath.Dir(d))
