@@ -14,9 +14,11 @@ import (
 // (or admitted, for a real payment), never a panic or another status, and
 // nothing is settled without an answer.
 func FuzzPaymentHeader(f *testing.F) {
-	r := newRig(f)
+	r := uptoRig(f)
 	good := newPayment(f, r, wallet(f)).headers(f)
 	f.Add(string(good.Peek(x402.HeaderPaymentSignature)), true)
+	upto := newUpto(f, r, wallet(f)).headers(f)
+	f.Add(string(upto.Peek(x402.HeaderPaymentSignature)), true)
 	f.Add("", false)
 	f.Add("e30=", true)
 	f.Add("eyJ4NDAyVmVyc2lvbiI6Mn0=", false)

@@ -464,3 +464,66 @@ func TestUsageRecords(t *testing.T) {
 		t.Errorf("failed: %+v", u)
 	}
 }
+
+// The daemon's periodic pass (Retry with no payer) settles what is owed
+// once the facilitator answers; a payer without funds stays owing, with
+// the facilitator's reason.
+func TestRetryAll(t *testing.T) {
+	r := newRig(t)
+	rich, poor := wallet(t), wallet(t)
+	r.fac.SetBalance(crypto.PubkeyToAddress(rich.PublicKey).Hex(), 1_000_000)
+	r.fac.SetBalance(crypto.PubkeyToAddress(poor.PublicKey).Hex(), 10)
+	for _, k := range []*ecdsa.PrivateKey{rich, poor} {
+		c, e := r.keys.Admit(context.Background(), admission(newPayment(t, r, k).headers(t)))
+		if e != nil {
+			t.Fatal(e)
+		}
+		r.fac.Down(1)
+		c.Tab.Close(ok)
+	}
+	if owed, _ := r.st.X402Owed(context.Background(), "", 10); len(owed) != 2 {
+		t.Fatalf("owed %+v", owed)
+	}
+	r.pw.Retry(context.Background(), "")
+	owed, err := r.st.X402Owed(context.Background(), "", 10)
+	if err != nil || len(owed) != 1 || owed[0].Payer != strings.ToLower(crypto.PubkeyToAddress(poor.PublicKey).Hex()) ||
+		owed[0].LastError != x402.ReasonInsufficientFunds || owed[0].Attempts != 2 {
+		t.Fatalf("after the retry: %+v (%v)", owed, err)
+	}
+	if got := r.fac.Balance(payTo.Hex()); got == nil || got.Int64() != 21600 {
+		t.Fatalf("payTo balance %v, want 21600", got)
+	}
+	_, e := r.keys.Admit(context.Background(), admission(newPayment(t, r, poor).headers(t)))
+	if e == nil || !strings.Contains(e.Message, x402.ReasonInsufficientFunds) {
+		t.Fatalf("the payer without funds: %+v", e)
+	}
+	if _, e := r.keys.Admit(context.Background(), admission(newPayment(t, r, rich).headers(t))); e != nil {
+		t.Fatalf("the payer whose debt cleared: %+v", e)
+	}
+}
+
+// A settlement that went through but whose answer was lost is owed; its
+// retry finds the nonce used on chain and counts it paid, once.
+func TestRetryLostAnswer(t *testing.T) {
+	r := newRig(t)
+	key := wallet(t)
+	c, e := r.keys.Admit(context.Background(), admission(newPayment(t, r, key).headers(t)))
+	if e != nil {
+		t.Fatal(e)
+	}
+	r.fac.LoseAnswers(1)
+	c.Tab.Close(ok)
+	if owed, _ := r.st.X402Owed(context.Background(), "", 10); len(owed) != 1 {
+		t.Fatalf("owed %+v", owed)
+	}
+	r.pw.Retry(context.Background(), "")
+	if owed, _ := r.st.X402Owed(context.Background(), "", 10); len(owed) != 0 {
+		t.Fatalf("still owed after the retry: %+v", owed)
+	}
+	if n := len(r.fac.Settlements()); n != 1 {
+		t.Fatalf("settled %d times, want 1", n)
+	}
+	if _, e := r.keys.Admit(context.Background(), admission(newPayment(t, r, key).headers(t))); e != nil {
+		t.Fatalf("payer refused after its debt cleared: %+v", e)
+	}
+}

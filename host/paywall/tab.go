@@ -134,6 +134,16 @@ func (p *Paywall) Retry(ctx context.Context, payer string) {
 		if err == nil && res.ErrorReason != "" {
 			reason = res.ErrorReason
 		}
+		if reason == x402.ReasonNonceUsed || reason == x402.ReasonUptoNonceUsed {
+			// The authorization was used on chain: an earlier attempt whose
+			// answer was lost went through, or someone else submitted it —
+			// either way to payTo, which the signature binds. It is paid.
+			if err := p.cfg.Owed.X402Settled(ctx, o.ID, "", p.cfg.Now()); err != nil {
+				p.cfg.Log.Error("x402: recording a settlement", "id", o.ID, "err", err)
+			}
+			p.cfg.Log.Warn("x402: owed settlement found already used on chain; counted as paid", "id", o.ID, "payer", o.Payer)
+			continue
+		}
 		still[o.Payer] = reason
 		if err := p.cfg.Owed.X402Attempted(ctx, o.ID, reason); err != nil {
 			p.cfg.Log.Error("x402: recording a settlement attempt", "id", o.ID, "err", err)

@@ -23,7 +23,7 @@ import (
 )
 
 // uptoRig is a rig whose paywall offers upto, bound to the facilitator.
-func uptoRig(t *testing.T) *rig {
+func uptoRig(t testing.TB) *rig {
 	r := newRig(t)
 	pw, err := paywall.New(context.Background(), paywall.Config{PayTo: payTo, Settler: &x402.Facilitator{URL: r.fac.URL},
 		Nonces: r.st, Owed: r.st, UptoFacilitator: r.fac.Address})
@@ -42,7 +42,7 @@ type uptoPayment struct {
 	w     x402.Permit2Witness
 }
 
-func newUpto(t *testing.T, r *rig, key *ecdsa.PrivateKey) *uptoPayment {
+func newUpto(t testing.TB, r *rig, key *ecdsa.PrivateKey) *uptoPayment {
 	t.Helper()
 	c, _ := r.keys.Admit(context.Background(), admission(auth.HTTPHeader{}))
 	pr, err := x402.DecodePaymentRequired(header(c, x402.HeaderPaymentRequired))
@@ -61,7 +61,7 @@ func newUpto(t *testing.T, r *rig, key *ecdsa.PrivateKey) *uptoPayment {
 		To: common.HexToAddress(o.PayTo), Facilitator: r.fac.Address, ValidAfter: big.NewInt(now - 60)}}
 }
 
-func (u *uptoPayment) headers(t *testing.T) auth.HTTPHeader {
+func (u *uptoPayment) headers(t testing.TB) auth.HTTPHeader {
 	t.Helper()
 	sig, err := crypto.Sign(u.w.Digest(8453).Bytes(), u.key)
 	if err != nil {

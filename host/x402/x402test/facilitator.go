@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
@@ -42,6 +43,7 @@ type Facilitator struct {
 	settled  []x402.SettlementResponse
 	balances map[string]*big.Int // lower-case address -> atomic units; nil map: unlimited
 	down     int                 // answer this many /settle calls with 503
+	lose     int                 // settle this many /settle calls, then answer 503
 }
 
 // NewFacilitator starts a facilitator. Its verifier keeps nonces in
@@ -97,6 +99,14 @@ func (f *Facilitator) Down(n int) {
 	f.mu.Unlock()
 }
 
+// LoseAnswers makes the next n /settle calls settle and then answer 503,
+// as a settlement whose answer was lost on the way back.
+func (f *Facilitator) LoseAnswers(n int) {
+	f.mu.Lock()
+	f.lose = n
+	f.mu.Unlock()
+}
+
 // Settlements returns the settlements made, in order.
 func (f *Facilitator) Settlements() []x402.SettlementResponse {
 	f.mu.Lock()
@@ -134,11 +144,12 @@ func (f *Facilitator) handle(settle bool) http.HandlerFunc {
 			f.upto(w, &req, settle)
 			return
 		}
-		// /verify must not claim the nonce; /settle does (it settles).
+		// Verified without claiming the nonce: /verify never does, and
+		// /settle does only once the transfer can happen (a transfer that
+		// fails for want of funds leaves the authorization unused, as a
+		// reverted transaction would).
 		v := *f.verifier
-		if !settle {
-			v.Nonces = nil
-		}
+		v.Nonces = nil
 		ok, err := v.Verify(context.Background(), req.PaymentPayload, req.PaymentRequirements)
 		if err != nil {
 			var ve *x402.VerifyError
@@ -171,6 +182,10 @@ func (f *Facilitator) handle(settle bool) http.HandlerFunc {
 			writeJSON(w, 200, x402.VerifyResponse{IsValid: true, Payer: payer})
 			return
 		}
+		if !f.claim(ok.NonceKey, ok.Authorization.ValidBefore) {
+			writeJSON(w, 400, x402.SettlementResponse{ErrorReason: x402.ReasonNonceUsed, Payer: payer, Network: network})
+			return
+		}
 		if f.balances != nil {
 			f.balances[lower(payer)].Sub(f.balances[lower(payer)], ok.Amount)
 			to := lower(ok.Authorization.To.Hex())
@@ -182,6 +197,11 @@ func (f *Facilitator) handle(settle bool) http.HandlerFunc {
 		tx := crypto.Keccak256(ok.NonceKey.Nonce[:], ok.Payer[:])
 		res := x402.SettlementResponse{Success: true, Payer: payer, Transaction: "0x" + hex.EncodeToString(tx), Network: network}
 		f.settled = append(f.settled, res)
+		if f.lose > 0 {
+			f.lose--
+			http.Error(w, "answer lost", http.StatusServiceUnavailable)
+			return
+		}
 		writeJSON(w, 200, res)
 	}
 }
@@ -227,9 +247,7 @@ func (f *Facilitator) upto(w http.ResponseWriter, req *x402.FacilitatorRequest, 
 	atMax := *req.PaymentRequirements
 	atMax.Amount = maxAmt.String()
 	v := *f.verifier
-	if !settle || actual.Sign() == 0 {
-		v.Nonces = nil // a zero settlement leaves the authorization unused
-	}
+	v.Nonces = nil // claimed below, once the transfer can happen
 	ok, err := v.VerifyUpto(context.Background(), req.PaymentPayload, &atMax)
 	if err != nil {
 		fail(x402.ReasonOf(err), pa.From)
@@ -252,6 +270,10 @@ func (f *Facilitator) upto(w http.ResponseWriter, req *x402.FacilitatorRequest, 
 			writeJSON(w, 400, x402.SettlementResponse{ErrorReason: x402.ReasonInsufficientFunds, Payer: payer, Network: network})
 			return
 		}
+		if !f.claim(ok.NonceKey, nil) {
+			writeJSON(w, 400, x402.SettlementResponse{ErrorReason: x402.ReasonUptoNonceUsed, Payer: payer, Network: network})
+			return
+		}
 		bal.Sub(bal, actual)
 		to := lower(pa.Witness.To)
 		if f.balances[to] == nil {
@@ -259,8 +281,26 @@ func (f *Facilitator) upto(w http.ResponseWriter, req *x402.FacilitatorRequest, 
 		}
 		f.balances[to].Add(f.balances[to], actual)
 	}
+	if f.balances == nil && !f.claim(ok.NonceKey, nil) {
+		writeJSON(w, 400, x402.SettlementResponse{ErrorReason: x402.ReasonUptoNonceUsed, Payer: payer, Network: network})
+		return
+	}
 	tx := crypto.Keccak256(ok.NonceKey.Nonce[:], ok.Payer[:], []byte("upto"))
 	res := x402.SettlementResponse{Success: true, Payer: payer, Transaction: "0x" + hex.EncodeToString(tx), Network: network, Amount: actual.String()}
 	f.settled = append(f.settled, res)
 	writeJSON(w, 200, res)
+}
+
+// claim marks an authorization's nonce used, as the token (or Permit2)
+// does when a transfer goes through; false when it already was. Called
+// with f.mu held or not: it has its own store.
+func (f *Facilitator) claim(k x402.NonceKey, validBefore *big.Int) bool {
+	exp := time.Now().Add(time.Hour)
+	if validBefore != nil {
+		exp = time.Unix(validBefore.Int64(), 0)
+	}
+	if f.verifier.Nonces == nil {
+		return true
+	}
+	return f.verifier.Nonces.Use(context.Background(), k, exp) == nil
 }
