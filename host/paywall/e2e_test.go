@@ -32,7 +32,9 @@ type e2e struct {
 	oa  openai.Client
 }
 
-func startE2E(t *testing.T) *e2e {
+func startE2E(t testing.TB) *e2e { return startE2EIn(t, t.TempDir()) }
+
+func startE2EIn(t testing.TB, dataDir string) *e2e {
 	t.Helper()
 	fake := fakeupstream.New(fakeupstream.WithAPIKey(testgateway.FakeUpstreamKey))
 	t.Cleanup(fake.Close)
@@ -43,7 +45,7 @@ func startE2E(t *testing.T) *e2e {
 mode = "keys"
 
 [storage]
-data_dir = "` + t.TempDir() + `"
+data_dir = "` + dataDir + `"
 
 [x402]
 enabled = true
@@ -71,7 +73,7 @@ var anthropicParams = anthropic.MessageNewParams{Model: "claude-sonnet-4-5", Max
 	Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hello"))}}
 
 // sign answers the challenge of a 402 with a v2 payment by key.
-func sign(t *testing.T, resp *http.Response, key *ecdsa.PrivateKey) string {
+func sign(t testing.TB, resp *http.Response, key *ecdsa.PrivateKey) string {
 	t.Helper()
 	pr, err := x402.DecodePaymentRequired(resp.Header.Get(x402.HeaderPaymentRequired))
 	if err != nil {
