@@ -167,3 +167,24 @@ func TestRegimeChangeDropsMarketEntries(t *testing.T) {
 		t.Fatalf("a non-market entry was dropped: %q", r.Header.Get("X-Bardo-Cache"))
 	}
 }
+
+// A question longer than max_question_bytes (a pasted document) is neither
+// looked up nor stored: asked again in other case it goes upstream again,
+// while a short one hits. (A 1 MB question took 1.9 s to normalise, guard
+// and embed before the bound.)
+func TestLongQuestionNotCached(t *testing.T) {
+	g, fake := start(t, "max_question_bytes = 256")
+	calls := func() int { return fake.Count("/v1/chat/completions") }
+	long := "Please review this file: " + strings.Repeat("the quick brown fox jumps over the lazy dog ", 8)
+	fake.Script(fakeupstream.Reply(longAnswer))
+	ask(t, g, long, false)
+	r := ask(t, g, strings.ToUpper(long), false)
+	if r.Header.Get("X-Bardo-Cache") == "semantic-hit" || calls() != 2 {
+		t.Fatalf("a long question was cached: cache %q, upstream calls %d", r.Header.Get("X-Bardo-Cache"), calls())
+	}
+	fake.Script(fakeupstream.Reply(longAnswer))
+	ask(t, g, "What is impermanent loss?", false)
+	if r := ask(t, g, "what is IMPERMANENT loss", false); r.Header.Get("X-Bardo-Cache") != "semantic-hit" {
+		t.Fatalf("a short question after the bound: %q", r.Header.Get("X-Bardo-Cache"))
+	}
+}

@@ -74,6 +74,7 @@ type rawConfig struct {
 	MinTokens       *int64             `json:"min_tokens"`
 	ReplayPaceMs    *int64             `json:"replay_pace_ms"`
 	MaxEntryBytes   *int64             `json:"max_entry_bytes"`
+	MaxQuestion     *int64             `json:"max_question_bytes"`
 	Guard           *bool              `json:"guard"`
 	AllowRewording  *bool              `json:"allow_rewording"`
 	MatchModel      *bool              `json:"match_model"`
@@ -99,6 +100,7 @@ type config struct {
 	minTokens     int64
 	pace          string
 	maxEntryBytes int
+	maxQuestion   int
 	guard         bool
 	rewording     bool
 	matchModel    bool
@@ -154,7 +156,8 @@ func initConfig() error {
 
 func parseConfig(rc *rawConfig) (config, error) {
 	c := config{model: rc.Model, domain: rc.Domain, regime: rc.Regime, guard: true, matchModel: true,
-		minTokens: respcache.DefaultMinTokens, maxEntryBytes: 64 << 10, market: defaultMarket, strategy: defaultStrategy}
+		minTokens: respcache.DefaultMinTokens, maxEntryBytes: 64 << 10, maxQuestion: defaultMaxQuestion,
+		market: defaultMarket, strategy: defaultStrategy}
 	if c.model == "" {
 		c.model = "embed"
 	}
@@ -215,6 +218,12 @@ func parseConfig(rc *rawConfig) (config, error) {
 			return c, fmt.Errorf("max_entry_bytes = %d: want 1024–1048576", *rc.MaxEntryBytes)
 		}
 		c.maxEntryBytes = int(*rc.MaxEntryBytes)
+	}
+	if rc.MaxQuestion != nil {
+		if *rc.MaxQuestion < 256 || *rc.MaxQuestion > 1<<20 {
+			return c, fmt.Errorf("max_question_bytes = %d: want 256–1048576", *rc.MaxQuestion)
+		}
+		c.maxQuestion = int(*rc.MaxQuestion)
 	}
 	if rc.Guard != nil {
 		c.guard = *rc.Guard
@@ -329,6 +338,10 @@ func invalidateOnRegimeChange(regime string) {
 // searchK is how many neighbours a lookup weighs (the guard decides).
 const searchK = 8
 
+// defaultMaxQuestion bounds the question a lookup handles (bytes of the
+// last user turn's own words): questions are sentences, not files.
+const defaultMaxQuestion = 8 << 10
+
 func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	if !lookupable(&req.Request) {
 		plugin.CounterAdd(metricSkips, 1)
@@ -345,6 +358,14 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	}
 	res.Headers = append(res.Headers, wire.KV{Key: HeaderDomain, Value: domain})
 	text := question(&req.Request)
+	if len(text) > cfg.maxQuestion {
+		// A pasted document, not a question: normalising, guarding and
+		// embedding it grow with its length (1 MB took 1.9 s), and
+		// "similar" means little at that size. Neither looked up nor
+		// stored; the hash cache still answers it repeated exactly.
+		plugin.CounterAdd(metricSkips, 1)
+		return nil
+	}
 	words := normalize(text)
 	content := contentText(words)
 	ctx := contextHash(&req.Request, cfg.matchModel)

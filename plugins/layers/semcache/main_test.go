@@ -53,7 +53,7 @@ func TestConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.model != "embed" || c.isolation != perAgent || c.thresholds[c.domain] != 0.92 || c.baseTTL != 300*time.Second ||
-		c.regime != "normal" || c.pace != "30" || !c.guard || c.minTokens != 10 {
+		c.regime != "normal" || c.pace != "30" || !c.guard || c.minTokens != 10 || c.maxQuestion != 8<<10 {
 		t.Fatalf("defaults: %+v", c)
 	}
 	for regime, want := range map[string]time.Duration{"calm": 300 * time.Second, "normal": 210 * time.Second, "volatile": 90 * time.Second, "crisis": 30 * time.Second} {
@@ -66,7 +66,7 @@ func TestConfig(t *testing.T) {
 	}
 	for _, bad := range []rawConfig{
 		{Isolation: "global"}, {Domain: "nope"}, {Thresholds: map[string]float64{"x": 1.5}},
-		{BaseTTL: "1ms"}, {Regime: "panic"}, {ReplayPaceMs: ptr(int64(5000))},
+		{BaseTTL: "1ms"}, {Regime: "panic"}, {ReplayPaceMs: ptr(int64(5000))}, {MaxQuestion: ptr(int64(10))},
 	} {
 		if _, err := parseConfig(&bad); err == nil {
 			t.Errorf("accepted %+v", bad)
