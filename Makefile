@@ -19,7 +19,7 @@ BUNDLE_LAYERS := $(patsubst %/main.go,%,$(wildcard plugins/layers/*/main.go))
 BUNDLE_PKGS   := $(BUNDLE_LAYERS) $(patsubst %/main.go,%,$(wildcard plugins/providers/*/main.go))
 GO_SOURCES  := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null) go.mod go.sum sdk/go.mod
 
-.PHONY: all run build plugins models test test-go test-node sdk-test-deps agent-test-deps fuzz bench lint clean deps
+.PHONY: all run build plugins models test test-go test-node sdk-test-deps agent-test-deps paywall-test-deps test-plugins fuzz bench lint clean deps
 
 all: build plugins models
 
@@ -71,7 +71,12 @@ agent-test-deps:
 	npm install --prefix tools/agents --no-audit --no-fund
 	npm install --prefix tools/codex --no-audit --no-fund
 
-test-go: sdk-test-deps agent-test-deps
+# The official x402 client (@x402/fetch, @x402/evm) host/paywall's
+# TestOfficialClient pays the gateway with.
+paywall-test-deps:
+	npm ci --prefix host/paywall/testdata/x402client --no-audit --no-fund
+
+test-go: sdk-test-deps agent-test-deps paywall-test-deps
 	$(GO) test -count=1 ./...
 	cd sdk && $(GO) test -count=1 ./...
 
