@@ -346,6 +346,10 @@ func (s *streamer) run(w *bufio.Writer) {
 	defer stop()
 	heartbeat := time.NewTicker(s.g.heartbeat())
 	defer heartbeat.Stop()
+	var (
+		batch []upstreamEvent
+		sses  []wire.SSE
+	)
 	for {
 		var next upstreamEvent
 		select {
@@ -361,96 +365,194 @@ func (s *streamer) run(w *bufio.Writer) {
 			continue
 		}
 		heartbeat.Reset(s.g.heartbeat())
-		ev, err := next.ev, next.err
-		final := errors.Is(err, io.EOF)
-		if err != nil && !final {
-			// The raw error names the upstream's address: the log gets it,
-			// the caller a reason.
-			s.g.Log.Warn("upstream stream read failed", "request_id", s.x.Meta.RequestID, "provider", s.route.Provider, "err", err)
-			fail(&wire.Error{Status: 502, Kind: wire.ErrUpstream,
-				Message: "upstream " + s.route.Provider + " stream broke off: it " + upstream.Reason(err)})
-			return
-		}
-		if final && !ended(passthrough, sawEnd, dec) {
-			fail(&wire.Error{Status: 502, Kind: wire.ErrUpstream,
-				Message: "upstream " + s.route.Provider + " stream broke off before its end"})
-			return
-		}
-		buf = buf[:0]
-		if passthrough {
-			if final {
-				s.tab.StreamEnd = StreamEnded
-				return
+		// The events that arrived behind this one go with it: one plugin
+		// call per layer and one flush for the lot, instead of one per
+		// event (under load that was most of a stream's cost). Nothing
+		// waits for more, so no event is held back.
+		batch = gather(append(batch[:0], next), upstreamEvents)
+		var (
+			readErr error // the upstream failed after the batch's events
+			final   bool  // the upstream ended after them
+			evs     []wire.Event
+			werr    *wire.Error
+		)
+		buf, sses = buf[:0], sses[:0]
+		for _, u := range batch {
+			if u.err != nil {
+				final, readErr = errors.Is(u.err, io.EOF), u.err
+				if final {
+					readErr = nil
+				}
+				break
 			}
-			forwarded.Event(ev.Data)
-			if u, ok := forwarded.Usage(); ok {
-				usage = u
-				s.tab.Usage = &usage
-			}
-			if isEndMarker(ev) && !sawEnd {
-				buf = append(buf, s.closing()...)
-			}
-			sawEnd = sawEnd || isEndMarker(ev)
-			if !s.hideUsage || !usageOnlyChunk(ev.Data) {
-				buf = appendSSE(buf, ev.Event, ev.Data)
-			}
-		} else {
-			var evs []wire.Event
-			var werr *wire.Error
+			ev := u.ev
 			switch {
-			case dec != nil && final:
-				evs = dec.Finish()
+			case passthrough:
+				forwarded.Event(ev.Data)
+				if got, ok := forwarded.Usage(); ok {
+					usage = got
+					s.tab.Usage = &usage
+				}
+				if isEndMarker(ev) && !sawEnd {
+					var ok bool
+					if buf, ok = s.end(w, buf); !ok {
+						return
+					}
+				}
+				sawEnd = sawEnd || isEndMarker(ev)
+				if !s.hideUsage || !usageOnlyChunk(ev.Data) {
+					buf = appendSSE(buf, ev.Event, ev.Data)
+				}
 			case dec != nil:
-				var derr error
-				evs, derr = dec.Decode(ev.Event, ev.Data)
+				out, derr := dec.Decode(ev.Event, ev.Data)
 				if derr != nil {
 					werr = &wire.Error{Status: 502, Kind: wire.ErrUpstream,
 						Message: "upstream " + s.route.Provider + " sent a malformed stream event: " + derr.Error()}
 				}
+				evs = append(evs, out...)
 			default:
-				var batch []wire.SSE
-				if !final {
-					batch = []wire.SSE{ev}
-				}
-				evs, state, werr = s.p.DecodeStream(s.ctx, s.x, s.pr, s.route, s.resp.Headers, batch, state, final)
+				sses = append(sses, ev)
 			}
 			if werr != nil {
-				fail(werr)
-				return
+				final, readErr = false, nil // what follows the malformed event is not read
+				break
 			}
-			evs = structured.events(evs) // translate.go
-			evs, werr = s.p.StreamPhase(s.ctx, s.x, evs, final)
-			if werr != nil {
-				fail(werr)
-				return
-			}
-			for i := range evs {
-				addUsage(&usage, &evs[i])
-				if evs[i].Type == wire.EventMessageStop {
-					buf = append(buf, s.closing()...)
+		}
+		if !passthrough {
+			// The events before the end, a failure or a malformed event go
+			// out first, as they would have one by one.
+			if len(sses) > 0 {
+				var derr *wire.Error
+				evs, state, derr = s.p.DecodeStream(s.ctx, s.x, s.pr, s.route, s.resp.Headers, sses, state, false)
+				if derr != nil {
+					fail(derr)
+					return
 				}
-				buf = enc.Encode(buf, &evs[i])
+			}
+			if len(evs) > 0 {
+				if !s.streamOut(w, &buf, enc, structured, &usage, evs, false, fail) {
+					return
+				}
 			}
 		}
-		if len(buf) > 0 {
-			if _, err := w.Write(buf); err != nil {
-				s.broken = true
-				return
-			}
-			if s.tab.FirstByte == 0 {
-				s.tab.FirstByte = time.Since(s.began)
-			}
-			if err := w.Flush(); err != nil {
-				s.broken = true
-				s.g.Log.Info("client went away mid-stream; upstream call aborted", "request_id", s.x.Meta.RequestID)
-				return
-			}
-		}
-		if final {
-			s.tab.StreamEnd = StreamEnded
+		if len(buf) > 0 && !s.write(w, buf) {
 			return
 		}
+		switch {
+		case werr != nil:
+			fail(werr)
+			return
+		case readErr != nil:
+			// The raw error names the upstream's address: the log gets it,
+			// the caller a reason.
+			s.g.Log.Warn("upstream stream read failed", "request_id", s.x.Meta.RequestID, "provider", s.route.Provider, "err", readErr)
+			fail(&wire.Error{Status: 502, Kind: wire.ErrUpstream,
+				Message: "upstream " + s.route.Provider + " stream broke off: it " + upstream.Reason(readErr)})
+			return
+		case !final:
+			continue
+		case !ended(passthrough, sawEnd, dec):
+			fail(&wire.Error{Status: 502, Kind: wire.ErrUpstream,
+				Message: "upstream " + s.route.Provider + " stream broke off before its end"})
+			return
+		}
+		if !passthrough {
+			// The end: the decoder's last events, and the layers' final batch.
+			if dec != nil {
+				evs = dec.Finish()
+			} else {
+				evs, state, werr = s.p.DecodeStream(s.ctx, s.x, s.pr, s.route, s.resp.Headers, nil, state, true)
+				if werr != nil {
+					fail(werr)
+					return
+				}
+			}
+			buf = buf[:0]
+			if !s.streamOut(w, &buf, enc, structured, &usage, evs, true, fail) {
+				return
+			}
+			if len(buf) > 0 && !s.write(w, buf) {
+				return
+			}
+		}
+		s.tab.StreamEnd = StreamEnded
+		return
 	}
+}
+
+// streamOut runs decoded events through the layers' stream phase and
+// encodes what comes out into buf; false: the stream failed (fail was
+// called).
+func (s *streamer) streamOut(w *bufio.Writer, buf *[]byte, enc streamEncoder, structured *structuredStream, usage *wire.Usage,
+	evs []wire.Event, final bool, fail func(*wire.Error)) bool {
+	evs = structured.events(evs) // translate.go
+	evs, werr := s.p.StreamPhase(s.ctx, s.x, evs, final)
+	if werr != nil {
+		fail(werr)
+		return false
+	}
+	for i := range evs {
+		addUsage(usage, &evs[i])
+		if evs[i].Type == wire.EventMessageStop {
+			var ok bool
+			if *buf, ok = s.end(w, *buf); !ok {
+				return false
+			}
+		}
+		*buf = enc.Encode(*buf, &evs[i])
+	}
+	return true
+}
+
+// end appends the stream's closing figures to buf (the settlement). The
+// settlement records the time to first byte: when nothing went out yet (the
+// whole stream came in one batch), what comes before the end is sent first,
+// so that figure is the real one. false: the caller went away.
+func (s *streamer) end(w *bufio.Writer, buf []byte) ([]byte, bool) {
+	if s.tab.FirstByte == 0 && len(buf) > 0 {
+		if !s.write(w, buf) {
+			return buf, false
+		}
+		buf = buf[:0]
+	}
+	return append(buf, s.closing()...), true
+}
+
+// write sends buf to the caller and flushes it; false: the caller went
+// away (the stream is broken).
+func (s *streamer) write(w *bufio.Writer, buf []byte) bool {
+	if _, err := w.Write(buf); err != nil {
+		s.broken = true
+		return false
+	}
+	if s.tab.FirstByte == 0 {
+		s.tab.FirstByte = time.Since(s.began)
+	}
+	if err := w.Flush(); err != nil {
+		s.broken = true
+		s.g.Log.Info("client went away mid-stream; upstream call aborted", "request_id", s.x.Meta.RequestID)
+		return false
+	}
+	return true
+}
+
+// maxStreamBatch bounds how many upstream events one pass through the
+// layers carries.
+const maxStreamBatch = 64
+
+// gather appends to batch the events already waiting on ch, without
+// blocking, up to maxStreamBatch and through the first error (the
+// stream's end or failure: nothing comes after it).
+func gather(batch []upstreamEvent, ch <-chan upstreamEvent) []upstreamEvent {
+	for len(batch) < maxStreamBatch && batch[len(batch)-1].err == nil {
+		select {
+		case u := <-ch:
+			batch = append(batch, u)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // streamPanicked contains a panic (r, from recover) in a stream writer:
@@ -476,10 +578,11 @@ type upstreamEvent struct {
 
 // pump reads upstream events on a goroutine of its own, so the writer can
 // send heartbeats while the upstream is silent. A slow client blocks the
-// writer, the pump's small buffer fills, and reading from the upstream stops:
-// backpressure reaches the upstream through TCP. stop ends the pump.
+// writer, the pump's small buffer (one batch of events) fills, and reading
+// from the upstream stops: backpressure reaches the upstream through TCP.
+// stop ends the pump.
 func (s *streamer) pump() (<-chan upstreamEvent, func()) {
-	out := make(chan upstreamEvent, 8)
+	out := make(chan upstreamEvent, maxStreamBatch)
 	done := make(chan struct{})
 	go func() {
 		if s.first != nil {
