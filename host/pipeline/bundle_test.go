@@ -1,9 +1,13 @@
 package pipeline
 
 import (
+	"context"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/bardoinference/bardo/host/config"
+	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
 )
 
 // Entries that name plugins of one module load together (one compiled
@@ -101,4 +105,42 @@ func TestGroupJobs(t *testing.T) {
 			}
 		}
 	}
+}
+
+// BenchmarkReloadBundle times a reload of the default-like pipeline from
+// bardo.wasm (the 8 layers and sim on one module) where one layer's
+// timeout changed: the bundle's entries load again together — a new pool,
+// every entry's Init — on the compiled module the running pipeline holds.
+// fresh-code is the same with nothing left to share (a first start's load,
+// decoding and validating the module).
+func BenchmarkReloadBundle(b *testing.B) {
+	files := map[string]string{"bardo.wasm": wasmbuild.Bundle}
+	bundled := regexp.MustCompile(`plugin = "([a-z]+)\.wasm"`).ReplaceAllString(defaultLike+providerSim, "plugin = \"bardo.wasm\"\nentry = \"$1\"")
+	changed := strings.Replace(bundled, `timeout = "50ms"`, `timeout = "60ms"`, 1)
+	e := newEnv(b, files, bundled)
+	if got := len(e.m.Peek().held); got != 1 {
+		b.Fatalf("the bundled pipeline holds %d modules, want 1", got)
+	}
+	run := func(b *testing.B, drop bool) {
+		b.StopTimer()
+		for i := range b.N {
+			toml := bundled
+			if i%2 == 0 {
+				toml = changed
+			}
+			e.writeConfig(b, toml)
+			if drop { // nothing to share: the running pipeline's plugins close first
+				e.m.Peek().Close()
+				e.m.plugins = newRegistry()
+			}
+			b.StartTimer()
+			err := e.m.Reload(context.Background())
+			b.StopTimer()
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("shared-code", func(b *testing.B) { run(b, false) })
+	b.Run("fresh-code", func(b *testing.B) { run(b, true) })
 }

@@ -61,12 +61,27 @@ func TestBundle(t *testing.T) {
 	}
 
 	// A bundle loaded entry by entry (Load) still finds its plugin by name,
-	// and a name it lacks is refused naming the ones it has.
+	// and a name it lacks is refused naming the ones it has. It is a pool
+	// of its own on the same compiled code.
 	p, err := sandbox.Load(context.Background(), opts("tag", "", "solo"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !p.SharesCode(tag) {
+		t.Error("a second load of the same bytes and settings compiled them again")
+	}
+	if got := get(p, "X-Bardo-Tag"); got != "solo:1" {
+		t.Errorf("the second load's tag = %q, want its own config and state", got)
+	}
 	p.Close()
+	if untrusted, err := sandbox.Load(context.Background(), func() sandbox.Options { o := opts("tag", "", "u"); o.Trusted = false; return o }()); err != nil {
+		t.Fatal(err)
+	} else {
+		if untrusted.SharesCode(tag) {
+			t.Error("an untrusted load shares a trusted one's runtime")
+		}
+		untrusted.Close()
+	}
 	_, err = sandbox.Load(context.Background(), opts("pii", "", "x"))
 	if err == nil || !strings.Contains(err.Error(), "has no plugin \"pii\" (it has tag, count)") {
 		t.Fatalf("unknown entry: %v", err)
@@ -75,5 +90,10 @@ func TestBundle(t *testing.T) {
 	_, err = sandbox.LoadModule(context.Background(), []sandbox.Options{opts("a", "tag", "1"), opts("b", "tag", "2")})
 	if err == nil || !strings.Contains(err.Error(), "both use plugin tag") {
 		t.Fatalf("duplicate entry: %v", err)
+	}
+	count.Close()
+	tag.Close()
+	if n := sandbox.CompiledModules(); n != 0 {
+		t.Errorf("%d compiled modules alive after every load closed", n)
 	}
 }

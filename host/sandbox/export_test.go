@@ -40,3 +40,13 @@ func (p *Plugin) NewInstanceForTest(ctx context.Context) (func(), error) {
 	}
 	return func() { in.mod.Close(context.Background()) }, nil
 }
+
+// SharesCode reports whether p and q run on one compiled module.
+func (p *Plugin) SharesCode(q *Plugin) bool { return p.code == q.code }
+
+// CompiledModules is the number of compiled modules alive in the process.
+func CompiledModules() int {
+	compiledMu.Lock()
+	defer compiledMu.Unlock()
+	return len(compiledBy)
+}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 )
 
@@ -76,8 +77,8 @@ const ABIMinor = 5
 // answers) imports it: an older host lacks the import and refuses to load
 // the plugin, instead of silently ignoring what it does not know.
 
-func (p *Plugin) instantiateHostModule(ctx context.Context) error {
-	b := p.runtime.NewHostModuleBuilder(hostModule)
+func instantiateHostModule(ctx context.Context, r wazero.Runtime) error {
+	b := r.NewHostModuleBuilder(hostModule)
 	for name, f := range hostFunctions {
 		b.NewFunctionBuilder().WithGoModuleFunction(f.fn, f.params, f.results).Export(name)
 	}
