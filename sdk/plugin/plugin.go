@@ -11,6 +11,11 @@
 // The same package builds natively (for unit tests): the exports are then
 // reachable through [Call], and the host functions through a replaceable
 // in-memory [Host] (see package plugintest).
+//
+// A module may register several plugins (ABI v1.5 bundles, docs/abi.md):
+// each plugin package registers itself from init, and one main imports
+// them all. The host selects the plugin each call is for; a module that
+// registers one is a bundle of one.
 package plugin
 
 import (
