@@ -22,11 +22,17 @@ for dir in "$@"; do
 	name=$(basename "$dir")
 	pkg=${name//-/}
 	mkdir -p "$out/$name"
-	for f in "$dir"/*.go; do
-		case $f in *_test.go) continue ;; esac
-		# Files left out of every build (generators) stay out.
-		if head -5 "$f" | grep -q '^//go:build ignore'; then continue; fi
-		sed -e "s/^package main$/package $pkg/" -e '/^func main() {}$/d' "$f" > "$out/$name/$(basename "$f")"
+	for f in "$dir"/*; do
+		[ -f "$f" ] || continue # testdata and other folders: tests only
+		case $f in
+		*_test.go) continue ;;
+		*.go)
+			# Files left out of every build (generators) stay out.
+			if head -5 "$f" | grep -q '^//go:build ignore'; then continue; fi
+			sed -e "s/^package main$/package $pkg/" -e '/^func main() {}$/d' "$f" > "$out/$name/$(basename "$f")"
+			;;
+		*) cp "$f" "$out/$name/" ;; # what a //go:embed may name
+		esac
 	done
 	echo "	_ \"$module/$out/$name\"" >> "$out/main.go"
 done
