@@ -2,13 +2,17 @@ package sandbox_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/bardoinference/bardo/host/kvstore"
 	"github.com/bardoinference/bardo/host/sandbox"
 	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
+	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/wire"
 )
 
 // TestBundle loads two plugins of one module (ABI v1.5) as two entries:
@@ -95,5 +99,61 @@ func TestBundle(t *testing.T) {
 	tag.Close()
 	if n := sandbox.CompiledModules(); n != 0 {
 		t.Errorf("%d compiled modules alive after every load closed", n)
+	}
+}
+
+// TestBundleConcurrent calls two entries of one pool from many goroutines:
+// every call runs on the entry it was made for (the instance's selection
+// follows the call), whichever instance it lands on.
+func TestBundleConcurrent(t *testing.T) {
+	path := wasmbuild.MustBuild(t, "host/sandbox/testdata/bundle")
+	kv := kvstore.NewMemory(1 << 20)
+	opts := func(name, label string) sandbox.Options {
+		return sandbox.Options{Name: name, Entry: name, Path: path, Trusted: true, PoolSize: 2,
+			Timeout: 5 * time.Second, Config: []byte(`{"label":"` + label + `"}`), KV: kv}
+	}
+	ps, err := sandbox.LoadModule(context.Background(), []sandbox.Options{opts("tag", "T"), opts("count", "C")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps[0].Close()
+	defer ps[1].Close()
+	var wg sync.WaitGroup
+	errs := make(chan string, 8*40)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				p, key, label := ps[0], "X-Bardo-Tag", "T:"
+				if (g+i)%2 == 1 {
+					p, key, label = ps[1], "X-Bardo-Count", "C:"
+				}
+				var enc wire.Encoder
+				wire.EncodeLayerRequest(&enc, &wire.Meta{RequestID: "r", Tenant: "t"}, &wire.Request{}, 0)
+				out, err := p.Call(context.Background(), plugin.OpOnRequest, enc.Bytes(), sandbox.CallInfo{RequestID: "r", Tenant: "t"})
+				if err != nil {
+					errs <- err.Error()
+					return
+				}
+				var res wire.LayerResult
+				if err := res.Decode(out); err != nil {
+					errs <- err.Error()
+					return
+				}
+				if len(res.Headers) != 1 || res.Headers[0].Key != key || !strings.HasPrefix(res.Headers[0].Value, label) {
+					errs <- fmt.Sprintf("a call for %s answered %v", p.Name(), res.Headers)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if made, _ := ps[0].Stats(); made > 2 {
+		t.Errorf("%d instances for a pool of 2", made)
 	}
 }
