@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -67,8 +68,21 @@ func Build(pkg string) (string, error) {
 	src := pkg
 	if pkg == Bundle {
 		// A bundle is assembled from the plugin folders first, as `make
-		// plugins` does, in a directory of this process's own.
-		src = fmt.Sprintf("build/_bundle/p%d/bardo", os.Getpid())
+		// plugins` does. Test binaries of several packages build it at once:
+		// a file lock keeps one from rewriting the sources another is
+		// building, and the one path lets the Go build cache serve them all.
+		src = "build/_bundle/test/bardo"
+		if err := os.MkdirAll(filepath.Join(root, "build", "_bundle"), 0o755); err != nil {
+			return "", err
+		}
+		lock, err := os.OpenFile(filepath.Join(root, "build", "_bundle", "test.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			return "", err
+		}
+		defer lock.Close() // releases the lock
+		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+			return "", fmt.Errorf("wasmbuild %s: lock: %w", pkg, err)
+		}
 		layers, _ := filepath.Glob(filepath.Join(root, "plugins", "layers", "*", "main.go"))
 		providers, _ := filepath.Glob(filepath.Join(root, "plugins", "providers", "*", "main.go"))
 		dirs := append(layers, providers...)
@@ -82,7 +96,6 @@ func Build(pkg string) (string, error) {
 		if b, err := gen.CombinedOutput(); err != nil {
 			return "", fmt.Errorf("wasmbuild %s: %w\n%s", pkg, err, b)
 		}
-		defer os.RemoveAll(filepath.Join(root, filepath.Dir(src)))
 	}
 	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s", "-o", tmp.Name(), "./"+src)
 	cmd.Dir = root
