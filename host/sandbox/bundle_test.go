@@ -1,8 +1,11 @@
 package sandbox_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -155,5 +158,55 @@ func TestBundleConcurrent(t *testing.T) {
 	}
 	if made, _ := ps[0].Stats(); made > 2 {
 		t.Errorf("%d instances for a pool of 2", made)
+	}
+}
+
+// withoutBundleExports renames a module's bardo_entries and bardo_select
+// exports (same lengths, so the binary stays valid): what a plugin built
+// before ABI v1.5 exports.
+func withoutBundleExports(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"bardo_entries", "bardo_select"} {
+		if !bytes.Contains(b, []byte(name)) {
+			t.Fatalf("%s does not export %s", path, name)
+		}
+		b = bytes.ReplaceAll(b, []byte(name), []byte("x"+name[1:]))
+	}
+	out := filepath.Join(t.TempDir(), "old.wasm")
+	if err := os.WriteFile(out, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A plugin without the v1.5 exports loads and runs as before (never
+// selected); a bundle seen that way — as a host before v1.5 sees it — is
+// its first plugin.
+func TestBeforeBundles(t *testing.T) {
+	old, err := sandbox.Load(context.Background(), sandbox.Options{Name: "hc", Path: withoutBundleExports(t, wasmbuild.MustBuild(t, "testplugins/hostcalls")),
+		Trusted: true, Timeout: 5 * time.Second, Config: []byte(`{"suffix":" [old]"}`), KV: kvstore.NewMemory(1 << 20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if got := onRequest(t, old, "t1", "hi").Request.Messages[0].Content[0].Text; got != "hi [old] #1" {
+		t.Fatalf("a plugin without bardo_select answered %q", got)
+	}
+
+	bundle := withoutBundleExports(t, wasmbuild.MustBuild(t, "host/sandbox/testdata/bundle"))
+	first, err := sandbox.Load(context.Background(), sandbox.Options{Name: "anything", Path: bundle, Trusted: true, Config: []byte(`{"label":"F"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	if d := first.Descriptor(); d.Name != "tag" {
+		t.Fatalf("a bundle without the v1.5 exports is %q, want its first plugin, tag", d.Name)
+	}
+	if h := onRequest(t, first, "t1", "hi").Headers; len(h) != 1 || h[0].Value != "F:1" {
+		t.Fatalf("first plugin answered %v", h)
 	}
 }
