@@ -429,6 +429,28 @@ func (s *streamer) run(w *bufio.Writer) {
 					return
 				}
 			}
+			if final && werr == nil && ended(false, sawEnd, dec) {
+				// The end came with this batch: its events and the
+				// decoder's last ones cross the layers in one final call.
+				if dec != nil {
+					evs = append(evs, dec.Finish()...)
+				} else {
+					var last []wire.Event
+					if last, state, werr = s.p.DecodeStream(s.ctx, s.x, s.pr, s.route, s.resp.Headers, nil, state, true); werr != nil {
+						fail(werr)
+						return
+					}
+					evs = append(evs, last...)
+				}
+				if !s.streamOut(w, &buf, enc, structured, &usage, evs, true, fail) {
+					return
+				}
+				if len(buf) > 0 && !s.write(w, buf) {
+					return
+				}
+				s.tab.StreamEnd = StreamEnded
+				return
+			}
 			if len(evs) > 0 {
 				if !s.streamOut(w, &buf, enc, structured, &usage, evs, false, fail) {
 					return
@@ -456,25 +478,7 @@ func (s *streamer) run(w *bufio.Writer) {
 				Message: "upstream " + s.route.Provider + " stream broke off before its end"})
 			return
 		}
-		if !passthrough {
-			// The end: the decoder's last events, and the layers' final batch.
-			if dec != nil {
-				evs = dec.Finish()
-			} else {
-				evs, state, werr = s.p.DecodeStream(s.ctx, s.x, s.pr, s.route, s.resp.Headers, nil, state, true)
-				if werr != nil {
-					fail(werr)
-					return
-				}
-			}
-			buf = buf[:0]
-			if !s.streamOut(w, &buf, enc, structured, &usage, evs, true, fail) {
-				return
-			}
-			if len(buf) > 0 && !s.write(w, buf) {
-				return
-			}
-		}
+		// A passthrough's end (a decoded stream's ended above).
 		s.tab.StreamEnd = StreamEnded
 		return
 	}
