@@ -169,13 +169,18 @@ type module struct {
 }
 
 type instance struct {
-	mod   api.Module
-	mem   api.Memory
-	buf   api.Function
-	sel   api.Function // bardo_select, nil before v1.5
-	cur   uint32       // the entry selected last
-	ops   [len(exportNames)]api.Function
-	stack [2]uint64
+	mod api.Module
+	mem api.Memory
+	buf api.Function
+	sel api.Function // bardo_select, nil before v1.5
+	cur uint32       // the entry selected last
+	// pooled: the instance holds one of the pool's slots (tests make
+	// instances outside it). surplus: it gave its slot up while it waited
+	// on an upstream (lend) and found none free again (reclaim): it is
+	// closed when its call ends.
+	pooled, lent, surplus bool
+	ops                   [len(exportNames)]api.Function
+	stack                 [2]uint64
 }
 
 var exportNames = [...]string{
@@ -285,6 +290,9 @@ func LoadModule(ctx context.Context, entries []Options) ([]*Plugin, error) {
 	}
 	m.slots <- struct{}{}
 	in, err := first.newInstance(ctx)
+	if err == nil {
+		in.pooled = true
+	}
 	if err != nil {
 		<-m.slots
 		return fail(err)
@@ -613,6 +621,9 @@ func (p *Plugin) acquire(ctx context.Context) (*instance, error) {
 		return in, nil
 	case p.slots <- struct{}{}:
 		in, err := p.instantiate(ctx)
+		if err == nil {
+			in.pooled = true
+		}
 		if err != nil {
 			<-p.slots
 			return nil, err
@@ -624,7 +635,7 @@ func (p *Plugin) acquire(ctx context.Context) (*instance, error) {
 }
 
 func (p *Plugin) release(in *instance) {
-	if p.open.Load() == 0 {
+	if p.open.Load() == 0 || in.surplus {
 		p.discard(in)
 		return
 	}
@@ -635,8 +646,35 @@ func (p *Plugin) discard(in *instance) {
 	in.mod.Close(context.Background())
 	p.discarded.Add(1)
 	p.count("bardo_sandbox_instances_discarded_total")
-	<-p.slots
+	if !in.surplus {
+		<-p.slots
+	}
 	p.maybeFreeRuntime()
+}
+
+// lend gives up in's pool slot while its call waits on an upstream (the
+// complete host function: a summary can take seconds): the pool may make
+// another instance meanwhile, so one layer's waits do not hold the
+// instances every other layer of a bundle needs.
+func (m *module) lend(in *instance) {
+	if in.pooled && !in.lent {
+		<-m.slots
+		in.lent = true
+	}
+}
+
+// reclaim takes a slot back after lend; when the pool is full meanwhile,
+// the instance finishes its call and is closed (surplus) instead.
+func (m *module) reclaim(in *instance) {
+	if !in.lent {
+		return
+	}
+	in.lent = false
+	select {
+	case m.slots <- struct{}{}:
+	default:
+		in.surplus = true
+	}
 }
 
 // Call runs one op: it waits for a free instance (bounded by ctx), writes in
@@ -753,6 +791,7 @@ type callKey struct{}
 
 type callState struct {
 	p     *Plugin
+	in    *instance // the instance the call runs on
 	info  CallInfo
 	began time.Time // the call's start: the complete host function's budget
 
@@ -767,7 +806,7 @@ func (p *Plugin) callInstance(ctx context.Context, in *instance, op plugin.Op, i
 	if fn == nil {
 		return nil, &CallError{Plugin: p.opts.Name, Msg: fmt.Sprintf("does not export %s", exportNames[op])}
 	}
-	ctx = context.WithValue(ctx, callKey{}, &callState{p: p, info: info, began: time.Now()})
+	ctx = context.WithValue(ctx, callKey{}, &callState{p: p, in: in, info: info, began: time.Now()})
 
 	in.stack[0] = uint64(len(input))
 	if err := in.buf.CallWithStack(ctx, in.stack[:]); err != nil {

@@ -322,7 +322,9 @@ func svcComplete(ctx context.Context, cs *callState, d *wire.Decoder, e *wire.En
 		ctx, cancel = context.WithDeadline(ctx, cs.began.Add(cs.p.opts.Timeout))
 		defer cancel()
 	}
+	cs.p.lend(cs.in)
 	res, err := c.Complete(ctx, cs.info.Tenant, Completion{Subsystem: subsystem, Request: req})
+	cs.p.reclaim(cs.in)
 	if err != nil {
 		return fmt.Errorf("complete: %w", err)
 	}

@@ -207,3 +207,61 @@ func TestServiceComplete(t *testing.T) {
 		t.Fatalf("failure: %v", h)
 	}
 }
+
+// blockingCompleter holds its first completion until release is closed.
+type blockingCompleter struct {
+	fakeCompleter
+	first   sync.Once
+	waiting chan struct{} // closed when the first completion is waiting
+	release chan struct{}
+}
+
+func (b *blockingCompleter) Complete(ctx context.Context, tenant string, c sandbox.Completion) (sandbox.CompletionResult, error) {
+	held := false
+	b.first.Do(func() { held = true })
+	if held {
+		close(b.waiting)
+		<-b.release
+	}
+	return b.fakeCompleter.Complete(ctx, tenant, c)
+}
+
+// A call waiting on an upstream (the complete service) lends its pool
+// slot: with a pool of one, another call runs meanwhile on a new
+// instance, and the waiting one, finding the pool full again, is closed
+// when its call ends.
+func TestCompleteLendsItsSlot(t *testing.T) {
+	bc := &blockingCompleter{fakeCompleter: fakeCompleter{resp: wire.Response{Content: []wire.Block{{Type: wire.BlockText, Text: "sum"}}}},
+		waiting: make(chan struct{}), release: make(chan struct{})}
+	p, err := sandbox.Load(context.Background(), sandbox.Options{
+		Name: "svc", Path: wasmbuild.MustBuild(t, "testplugins/services"), Trusted: true,
+		PoolSize: 1, Timeout: time.Minute, Config: []byte(`{"model":"gpt-4o"}`), Services: sandbox.Services{Completer: bc},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	first := make(chan map[string]string)
+	go func() { first <- command(t, p, "acme", "summarise the first") }()
+	<-bc.waiting
+
+	// Bounded, not timed: before lending, this call waited for the only
+	// instance — held until release — and failed at its deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var enc wire.Encoder
+	req := wire.Request{Messages: []wire.Message{{Role: "user", Content: []wire.Block{{Type: wire.BlockText, Text: "summarise the second"}}}}}
+	wire.EncodeLayerRequest(&enc, &wire.Meta{RequestID: "r2", Tenant: "acme"}, &req, p.Descriptor().Reads)
+	if _, err := p.Call(ctx, plugin.OpOnRequest, enc.Bytes(), sandbox.CallInfo{RequestID: "r2", Tenant: "acme"}); err != nil {
+		t.Fatalf("a call while another waits on an upstream: %v", err)
+	}
+	close(bc.release)
+	if h := <-first; h["Summary"] != "sum" || h["Error"] != "" {
+		t.Fatalf("the waiting call answered %v", h)
+	}
+	made, discarded := p.Stats()
+	idle, closedIdle, slots := p.PoolState()
+	if made != 2 || discarded != 1 || idle != 1 || closedIdle != 0 || slots != 1 {
+		t.Fatalf("made %d, discarded %d, idle %d (%d closed), slots %d; want 2, 1, 1 (0), 1", made, discarded, idle, closedIdle, slots)
+	}
+}
