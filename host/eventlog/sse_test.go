@@ -52,7 +52,7 @@ func TestSSEFiltersAndResumes(t *testing.T) {
 	waitFor(t, out, ": events\n\n")
 	l.EmitFor(InferenceStart, "req_1", "acct_a", map[string]any{"model": "m"})
 	l.EmitFor(InferenceStart, "req_2", "acct_b", nil) // another account's
-	l.Emit(ProviderFallback, "req_3", nil)             // the operator's
+	l.Emit(ProviderFallback, "req_3", nil)            // the operator's
 	l.EmitFor(InferenceEnd, "req_1", "acct_a", map[string]any{"cost_usd": "0.000042"})
 	waitFor(t, out, "event: inference.end\n")
 	waitFor(t, out, ": keep-alive\n\n") // silence gets a heartbeat
