@@ -436,7 +436,7 @@ func (s *streamer) run(w *bufio.Writer) {
 					evs = append(evs, dec.Finish()...)
 				} else {
 					var last []wire.Event
-					if last, state, werr = s.p.DecodeStream(s.ctx, s.x, s.pr, s.route, s.resp.Headers, nil, state, true); werr != nil {
+					if last, _, werr = s.p.DecodeStream(s.ctx, s.x, s.pr, s.route, s.resp.Headers, nil, state, true); werr != nil {
 						fail(werr)
 						return
 					}
