@@ -437,6 +437,14 @@ func (s *streamer) run(w *bufio.Writer) {
 				} else {
 					var last []wire.Event
 					if last, _, werr = s.p.DecodeStream(s.ctx, s.x, s.pr, s.route, s.resp.Headers, nil, state, true); werr != nil {
+						// The plugin judged the end a cut: what came
+						// before it still goes out first, then the error.
+						if len(evs) > 0 && !s.streamOut(w, &buf, enc, structured, &usage, evs, false, fail) {
+							return
+						}
+						if len(buf) > 0 && !s.write(w, buf) {
+							return
+						}
 						fail(werr)
 						return
 					}
