@@ -147,36 +147,18 @@ func (v *Verifier) VerifyUpto(ctx context.Context, p *PaymentPayload, req *Payme
 	if v.Now != nil {
 		now = v.Now
 	}
-	if req.Scheme != SchemeUpto {
-		return nil, refuse(ReasonUnsupportedScheme, "", "requirement scheme %q is not %q", req.Scheme, SchemeUpto)
-	}
-	chainID, err := ChainID(req.Network)
+	o, err := checkOffer(p, req, SchemeUpto)
 	if err != nil {
-		return nil, refuse(ReasonInvalidRequirements, "", "%w", err)
+		return nil, err
 	}
-	price, err := req.Price()
-	if err != nil {
-		return nil, refuse(ReasonInvalidRequirements, "", "%w", err)
-	}
-	payTo, err1 := ParseAddress(req.PayTo)
-	token, err2 := ParseAddress(req.Asset)
+	chainID, price, payTo, token := o.chainID, o.price, o.payTo, o.asset
 	var extra UptoExtra
-	err3 := json.Unmarshal(req.Extra, &extra)
-	fac, err4 := ParseAddress(extra.FacilitatorAddress)
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		return nil, refuse(ReasonInvalidRequirements, "", "%w", err)
+	if err := json.Unmarshal(req.Extra, &extra); err != nil {
+		return nil, refuse(ReasonInvalidRequirements, "", "extra: %w", err)
 	}
-	scheme, network := p.SchemeAndNetwork()
-	if scheme != SchemeUpto {
-		return nil, refuse(ReasonInvalidScheme, "", "payload scheme %q, want %q", scheme, SchemeUpto)
-	}
-	if !SameNetwork(network, req.Network) {
-		return nil, refuse(ReasonInvalidNetwork, "", "payload network %q, want %q", network, req.Network)
-	}
-	if p.X402Version == Version2 {
-		if err := sameOffer(p.Accepted, req); err != nil {
-			return nil, refuse(ReasonInvalidPayload, "", "accepted does not match the requirements: %w", err)
-		}
+	fac, err := ParseAddress(extra.FacilitatorAddress)
+	if err != nil {
+		return nil, refuse(ReasonInvalidRequirements, "", "extra.facilitatorAddress: %w", err)
 	}
 	pa := p.Payload.Permit2Authorization
 	if pa == nil {

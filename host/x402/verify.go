@@ -114,49 +114,14 @@ func (v *Verifier) Verify(ctx context.Context, p *PaymentPayload, req *PaymentRe
 		now = v.Now
 	}
 
-	// The requirements are ours; if they are broken nothing can match.
-	if req.Scheme != SchemeExact {
-		return nil, refuse(ReasonUnsupportedScheme, "", "requirement scheme %q is not %q", req.Scheme, SchemeExact)
-	}
-	chainID, err := ChainID(req.Network)
+	o, err := checkOffer(p, req, SchemeExact)
 	if err != nil {
-		return nil, refuse(ReasonInvalidRequirements, "", "%w", err)
+		return nil, err
 	}
-	price, err := req.Price()
-	if err != nil {
-		return nil, refuse(ReasonInvalidRequirements, "", "%w", err)
-	}
-	payTo, err := ParseAddress(req.PayTo)
-	if err != nil {
-		return nil, refuse(ReasonInvalidRequirements, "", "payTo: %w", err)
-	}
-	token, err := ParseAddress(req.Asset)
-	if err != nil {
-		return nil, refuse(ReasonInvalidRequirements, "", "asset: %w", err)
-	}
+	chainID, price, payTo, token := o.chainID, o.price, o.payTo, o.asset
 	extra, err := req.ExactExtra()
 	if err != nil {
 		return nil, refuse(ReasonInvalidRequirements, "", "%w", err)
-	}
-
-	// The payload must be for this scheme and network...
-	if p.X402Version != Version1 && p.X402Version != Version2 {
-		return nil, refuse(ReasonInvalidVersion, "", "x402Version %d", p.X402Version)
-	}
-	scheme, network := p.SchemeAndNetwork()
-	if scheme != req.Scheme {
-		return nil, refuse(ReasonInvalidScheme, "", "payload scheme %q, want %q", scheme, req.Scheme)
-	}
-	if !SameNetwork(network, req.Network) {
-		return nil, refuse(ReasonInvalidNetwork, "", "payload network %q, want %q", network, req.Network)
-	}
-	// ...and in v2 must echo what we asked for. The authorization is what
-	// settles, so it is checked on its own below; this catches a client
-	// answering a different offer.
-	if p.X402Version == Version2 {
-		if err := sameOffer(p.Accepted, req); err != nil {
-			return nil, refuse(ReasonInvalidPayload, "", "accepted does not match the requirements: %w", err)
-		}
 	}
 
 	auth, err := ParseAuthorization(&p.Payload.Authorization)
@@ -220,6 +185,56 @@ func (v *Verifier) Verify(ctx context.Context, p *PaymentPayload, req *PaymentRe
 		Signature: sig, Requirements: req, NonceKey: key,
 	}, nil
 }
+
+// ourOffer is what both schemes read from our requirements.
+type ourOffer struct {
+	chainID      uint64
+	price        *big.Int
+	payTo, asset common.Address
+}
+
+// checkOffer checks the parts of a payment every scheme checks alike: our
+// requirements (scheme, network, price, payTo, asset: if they are broken
+// nothing can match), then that the payload is x402 v1 or v2, for this
+// scheme and network, and in v2 echoes what we asked for. The
+// authorization is what settles, so each scheme checks it on its own; this
+// catches a client answering a different offer. Errors are *VerifyError.
+func checkOffer(p *PaymentPayload, req *PaymentRequirements, scheme string) (ourOffer, error) {
+	var o ourOffer
+	if req.Scheme != scheme {
+		return o, refuse(ReasonUnsupportedScheme, "", "requirement scheme %q is not %q", req.Scheme, scheme)
+	}
+	var err error
+	if o.chainID, err = ChainID(req.Network); err != nil {
+		return o, refuse(ReasonInvalidRequirements, "", "%w", err)
+	}
+	if o.price, err = req.Price(); err != nil {
+		return o, refuse(ReasonInvalidRequirements, "", "%w", err)
+	}
+	if o.payTo, err = ParseAddress(req.PayTo); err != nil {
+		return o, refuse(ReasonInvalidRequirements, "", "payTo: %w", err)
+	}
+	if o.asset, err = ParseAddress(req.Asset); err != nil {
+		return o, refuse(ReasonInvalidRequirements, "", "asset: %w", err)
+	}
+	if p.X402Version != Version1 && p.X402Version != Version2 {
+		return o, refuse(ReasonInvalidVersion, "", "x402Version %d", p.X402Version)
+	}
+	got, network := p.SchemeAndNetwork()
+	if got != req.Scheme {
+		return o, refuse(ReasonInvalidScheme, "", "payload scheme %q, want %q", got, req.Scheme)
+	}
+	if !SameNetwork(network, req.Network) {
+		return o, refuse(ReasonInvalidNetwork, "", "payload network %q, want %q", network, req.Network)
+	}
+	if p.X402Version == Version2 {
+		if err := sameOffer(p.Accepted, req); err != nil {
+			return o, refuse(ReasonInvalidPayload, "", "accepted does not match the requirements: %w", err)
+		}
+	}
+	return o, nil
+}
+
 
 // sameOffer compares the fields that define an offer; Extra and the
 // descriptive fields are not compared, as JSON re-encoding may reorder them.
