@@ -235,7 +235,6 @@ func checkOffer(p *PaymentPayload, req *PaymentRequirements, scheme string) (our
 	return o, nil
 }
 
-
 // sameOffer compares the fields that define an offer; Extra and the
 // descriptive fields are not compared, as JSON re-encoding may reorder them.
 func sameOffer(acc *PaymentRequirements, req *PaymentRequirements) error {
