@@ -9,6 +9,7 @@ import (
 	"github.com/bardoinference/bardo/host/pipeline"
 	"github.com/bardoinference/bardo/host/pricing"
 	hostrouting "github.com/bardoinference/bardo/host/routing"
+	"github.com/bardoinference/bardo/sdk/routing"
 	"github.com/bardoinference/bardo/sdk/savings"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
@@ -74,21 +75,17 @@ func maxPrice[P interface{ Nanos() int64 }](a, b P) P {
 // first: models of the same family that some enabled provider prices and
 // that have what the request cannot do without (tools, vision). A model
 // no provider prices has no quote, and neither do its equivalents: there
-// is nothing to compare them with.
+// is nothing to compare them with. It walks the asked model's family (the
+// pipeline's price index groups them), not every catalog entry: it runs on
+// every paid request.
 func quotes(p *pipeline.Pipeline, req *wire.Request, in, out int64) []Quote {
 	asked, ok := dearest(p, req.Model)
 	if !ok {
 		return nil
 	}
-	family := ""
-	for _, m := range p.Priced(req.Model) {
-		if m.Family != "" {
-			family = m.Family
-			break
-		}
-	}
-	if family == "" {
-		family = vendorOf(req.Model)
+	family := pipeline.FamilyOf(req.Model)
+	if ms := p.Priced(req.Model); len(ms) > 0 {
+		family = ms[0].Family
 	}
 	need := hostrouting.ShapeRequires(req)
 	cost := func(pr pricing.Prices) int64 {
@@ -96,48 +93,28 @@ func quotes(p *pipeline.Pipeline, req *wire.Request, in, out int64) []Quote {
 	}
 	top := cost(asked)
 	qs := []Quote{{Model: req.Model, Prices: asked}}
-	seen := map[string]bool{req.Model: true}
-	p.EachPriced(func(m pipeline.PricedModel) {
-		id := m.Model.ID
-		if seen[id] {
-			return
+	for _, id := range p.PricedFamily(family) {
+		if id == req.Model || !hasFeatures(p.Priced(id), need) {
+			continue
 		}
-		f := m.Family
-		if f == "" {
-			f = vendorOf(id)
-		}
-		if f != family || !m.Features.HasAll(need) {
-			return
-		}
-		seen[id] = true
 		if pr, ok := dearest(p, id); ok && cost(pr) < top {
 			qs = append(qs, Quote{Model: id, Prices: pr})
 		}
-	})
+	}
 	slices.SortStableFunc(qs[1:], func(a, b Quote) int {
 		return cmp.Or(cmp.Compare(cost(b.Prices), cost(a.Prices)), strings.Compare(a.Model, b.Model))
 	})
 	return qs
 }
 
-// vendorOf guesses a model's family from its id when no catalog names it:
-// the "vendor/" prefix of aggregator ids, else the id's first word.
-func vendorOf(id string) string {
-	if i := strings.IndexByte(id, '/'); i > 0 {
-		return id[:i]
+// hasFeatures reports whether some provider's entry for a model has need.
+func hasFeatures(ms []pipeline.PricedModel, need routing.FeatureSet) bool {
+	for _, m := range ms {
+		if m.Features.HasAll(need) {
+			return true
+		}
 	}
-	switch {
-	case strings.HasPrefix(id, "claude"):
-		return "anthropic"
-	case strings.HasPrefix(id, "gpt"), strings.HasPrefix(id, "o1"), strings.HasPrefix(id, "o3"), strings.HasPrefix(id, "o4"):
-		return "openai"
-	case strings.HasPrefix(id, "gemini"):
-		return "google"
-	}
-	if i := strings.IndexAny(id, "-:."); i > 0 {
-		return id[:i]
-	}
-	return id
+	return false
 }
 
 // price fills s's prices from the pipeline: the serving provider's entry

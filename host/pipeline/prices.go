@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"strings"
+
 	"github.com/bardoinference/bardo/host/catalog"
 	"github.com/bardoinference/bardo/sdk/routing"
 )
@@ -11,7 +13,7 @@ type PricedModel struct {
 	Provider string
 	Model    *catalog.Model
 	// Family is the model's vendor family as the provider describes it
-	// ("anthropic", "openai"…; "" when it does not say).
+	// ("anthropic", "openai"…), else as its id says (FamilyOf).
 	Family string
 	// Features are the model's resolver features, the provider's shared
 	// ones included.
@@ -19,21 +21,23 @@ type PricedModel struct {
 }
 
 // priceIndex maps a model id to its entries at the enabled providers, in
-// pipeline.toml order. Built with the descriptions, so a refreshed
-// catalog's new prices take effect where its models do.
-type priceIndex map[string][]PricedModel
+// pipeline.toml order, and a family to the ids priced in it. Built with the
+// descriptions, so a refreshed catalog's new prices take effect where its
+// models do.
+type priceIndex struct {
+	byModel  map[string][]PricedModel
+	byFamily map[string][]string
+}
 
 // Priced returns the model's entries at the enabled providers that list it
 // in their (static or refreshed) catalogs, in pipeline.toml order. A
 // provider that serves the model by pattern only is not among them: it
 // lists no price.
 func (p *Pipeline) Priced(model string) []PricedModel {
-	p.Descriptions() // rebuilds the index when a refreshed catalog changed
-	idx := p.prices.Load()
-	if idx == nil {
-		return nil
+	if idx := p.priceIndex(); idx != nil {
+		return idx.byModel[model]
 	}
-	return (*idx)[model]
+	return nil
 }
 
 // PricedAt returns the model's entry at provider.
@@ -46,24 +50,44 @@ func (p *Pipeline) PricedAt(provider, model string) (PricedModel, bool) {
 	return PricedModel{}, false
 }
 
-// EachPriced calls fn for every priced model entry, provider by provider.
-func (p *Pipeline) EachPriced(fn func(PricedModel)) {
-	p.Descriptions()
-	idx := p.prices.Load()
-	if idx == nil {
-		return
+// PricedFamily returns the ids of the priced models of a family (what a
+// budget downgrade chooses among), in no particular order.
+func (p *Pipeline) PricedFamily(family string) []string {
+	if idx := p.priceIndex(); idx != nil {
+		return idx.byFamily[family]
 	}
-	for _, ms := range *idx {
-		for _, m := range ms {
-			fn(m)
-		}
+	return nil
+}
+
+func (p *Pipeline) priceIndex() *priceIndex {
+	p.Descriptions() // rebuilds the index when a refreshed catalog changed
+	return p.prices.Load()
+}
+
+// FamilyOf guesses a model's family from its id when no catalog names it:
+// the "vendor/" prefix of aggregator ids, else the id's first word.
+func FamilyOf(id string) string {
+	if i := strings.IndexByte(id, '/'); i > 0 {
+		return id[:i]
 	}
+	switch {
+	case strings.HasPrefix(id, "claude"):
+		return "anthropic"
+	case strings.HasPrefix(id, "gpt"), strings.HasPrefix(id, "o1"), strings.HasPrefix(id, "o3"), strings.HasPrefix(id, "o4"):
+		return "openai"
+	case strings.HasPrefix(id, "gemini"):
+		return "google"
+	}
+	if i := strings.IndexAny(id, "-:."); i > 0 {
+		return id[:i]
+	}
+	return id
 }
 
 // indexPrices builds the price index from the providers' catalogs and
 // their descriptions (which say each model's family and features).
 func indexPrices(catalogs map[string][]catalog.Model, order []string, descs []routing.ProviderDescription) priceIndex {
-	idx := priceIndex{}
+	idx := priceIndex{byModel: map[string][]PricedModel{}, byFamily: map[string][]string{}}
 	for i, name := range order {
 		info := map[string]*routing.ModelInfo{}
 		var shared routing.FeatureSet
@@ -81,7 +105,13 @@ func indexPrices(catalogs map[string][]catalog.Model, order []string, descs []ro
 				pm.Family = mi.Family
 				pm.Features |= mi.Features
 			}
-			idx[m.ID] = append(idx[m.ID], pm)
+			if pm.Family == "" {
+				pm.Family = FamilyOf(m.ID)
+			}
+			if len(idx.byModel[m.ID]) == 0 {
+				idx.byFamily[pm.Family] = append(idx.byFamily[pm.Family], m.ID)
+			}
+			idx.byModel[m.ID] = append(idx.byModel[m.ID], pm)
 		}
 	}
 	return idx
