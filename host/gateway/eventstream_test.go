@@ -64,13 +64,15 @@ type streamed struct {
 // A caller follows its own inference events over SSE (GET /v1/events), the
 // operator everything (GET /admin/events/stream, with the admin token):
 // start, then end with the status and the latency, for the request the
-// caller made.
+// caller made, and a cache hit when it asks again — through the shipped
+// layers.
 func TestInferenceEventStream(t *testing.T) {
-	g := testgateway.Start(t, simOnly, testgateway.Options{AdminToken: "admin-secret"})
+	g := testgateway.Start(t, testgateway.ShippedLayers(t)+simOnly, testgateway.Options{AdminToken: "admin-secret"})
 	callerReady, adminReady := make(chan struct{}), make(chan struct{})
 	caller, admin := make(chan streamed, 1), make(chan streamed, 1)
 	go func() {
-		s, err := sseLines(g.URL+"/v1/events", "", callerReady, "event: inference.start", "event: inference.end", `"status":200`)
+		s, err := sseLines(g.URL+"/v1/events", "", callerReady, "event: inference.start", "event: inference.end", `"status":200`,
+			"event: inference.cache_hit", `"cache":"hash-hit"`)
 		caller <- streamed{s, err}
 	}()
 	go func() {
@@ -79,8 +81,12 @@ func TestInferenceEventStream(t *testing.T) {
 	}()
 	<-callerReady
 	<-adminReady
-	r := post(t, g.URL, "/v1/chat/completions", `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hello"}]}`)
+	const ask = `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hello there, what is impermanent loss?"}]}`
+	r := post(t, g.URL, "/v1/chat/completions", ask)
 	rid := r.Header.Get(gateway.HeaderRequestID)
+	if hit := post(t, g.URL, "/v1/chat/completions", ask); hit.Header.Get("X-Bardo-Cache") != "hash-hit" {
+		t.Fatalf("the same request again: cache %q", hit.Header.Get("X-Bardo-Cache"))
+	}
 	got := <-caller
 	if got.err != nil || !strings.Contains(got.text, `"request_id":"`+rid+`"`) || !strings.Contains(got.text, `"account":"anonymous"`) ||
 		!strings.Contains(got.text, `"latency_ms":`) {
