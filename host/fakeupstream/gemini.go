@@ -582,6 +582,9 @@ func (sw *sseWriter) crlfFrame(data string, last bool) {
 	if sw.frames > 0 && !sw.s.sleep(sw.ctx, sw.b.ChunkDelay) {
 		abort(sw.w)
 	}
+	if sw.frames == 1 && sw.b.Hold != nil && !sw.s.wait(sw.ctx, sw.b.Hold) {
+		abort(sw.w)
+	}
 	sw.write("data: " + data + "\r\n\r\n")
 	sw.frames++
 }

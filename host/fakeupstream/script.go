@@ -44,6 +44,12 @@ type Behaviour struct {
 	Latency    time.Duration
 	ChunkDelay time.Duration
 
+	// Hold, when non-nil, stops a stream after its first frame until the
+	// channel is closed (or the client or server goes away), so a test can
+	// keep many streams open at once and know they overlapped: it closes
+	// the channel once Count shows them all arrived.
+	Hold <-chan struct{}
+
 	// ChunkBytes, when positive, streams the reply text in pieces of that
 	// many bytes (cut mid-word, on rune boundaries) instead of a few words
 	// per frame: a token such as "[EMAIL_1]" then straddles frames, as real
@@ -144,6 +150,7 @@ func Combine(bs ...Behaviour) Behaviour {
 		o.ThinkingText = pick(o.ThinkingText, b.ThinkingText)
 		o.Latency = pick(o.Latency, b.Latency)
 		o.ChunkDelay = pick(o.ChunkDelay, b.ChunkDelay)
+		o.Hold = pick(o.Hold, b.Hold)
 		o.Status = pick(o.Status, b.Status)
 		o.RetryAfter = pick(o.RetryAfter, b.RetryAfter)
 		if b.CutStream {

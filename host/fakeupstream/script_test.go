@@ -1,6 +1,7 @@
 package fakeupstream
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -143,6 +144,36 @@ func TestLatencyAndDrip(t *testing.T) {
 	events := sse(t, resp)
 	if d, min := time.Since(start), time.Duration(len(events)-1)*20*time.Millisecond; d < min {
 		t.Fatalf("%d frames in %v, want at least %v", len(events), d, min)
+	}
+}
+
+// A held stream sends its first frame, then nothing until the hold is
+// released; the rest then follows, complete.
+func TestHold(t *testing.T) {
+	s := newServer(t)
+	hold := make(chan struct{})
+	s.Script(Behaviour{Hold: hold})
+	resp := post(t, s.URL()+"/v1/chat/completions", openAIHeaders(), chatWith("one two three four five six", true))
+	br := bufio.NewReader(resp.Body)
+	first, err := br.ReadString('\n')
+	if err != nil || !strings.HasPrefix(first, "data: ") {
+		t.Fatalf("first frame %q, %v", first, err)
+	}
+	br.ReadString('\n') // the frame's blank line
+	got := make(chan string, 1)
+	go func() {
+		rest, _ := io.ReadAll(br)
+		got <- string(rest)
+	}()
+	select {
+	case rest := <-got:
+		t.Fatalf("the stream went on while held: %q", rest)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(hold)
+	events, err := ParseSSE(strings.NewReader(first + "\n" + <-got))
+	if err != nil || events[len(events)-1].Data != "[DONE]" {
+		t.Fatalf("after the hold: %v, %v", events, err)
 	}
 }
 

@@ -207,6 +207,18 @@ func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
 	return false
 }
 
+// wait blocks until hold is closed, returning false if the client went away
+// or the server is closing.
+func (s *Server) wait(ctx context.Context, hold <-chan struct{}) bool {
+	select {
+	case <-hold:
+		return true
+	case <-ctx.Done():
+	case <-s.done:
+	}
+	return false
+}
+
 // abort closes the connection without finishing the response.
 func abort(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).Flush()

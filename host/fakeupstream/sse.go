@@ -97,6 +97,9 @@ func (sw *sseWriter) frame(event, data string) {
 	if sw.frames > 0 && !sw.s.sleep(sw.ctx, sw.b.ChunkDelay) {
 		abort(sw.w)
 	}
+	if sw.frames == 1 && sw.b.Hold != nil && !sw.s.wait(sw.ctx, sw.b.Hold) {
+		abort(sw.w)
+	}
 	var sb strings.Builder
 	if event != "" {
 		sb.WriteString("event: " + event + "\n")
