@@ -60,7 +60,7 @@ var (
 	commonKeys   = []string{"name", "plugin", "entry", "timeout", "memory", "pool", "trusted", "enabled", "config"}
 	layerKeys    = append([]string{"phases", "on_error"}, commonKeys...)
 	providerKeys = append(append([]string{"base_url", "credential", "models", "failover"}, providerRoutingKeys...), commonKeys...)
-	topKeys      = []string{"server", "layer", "provider", "models", "model", "inference", "storage", "auth", "billing", "x402"}
+	topKeys      = []string{"server", "layer", "provider", "models", "model", "inference", "storage", "auth", "billing", "x402", "telemetry"}
 )
 
 func (c *checker) config(tree map[string]any) *Config {
@@ -80,6 +80,7 @@ func (c *checker) config(tree map[string]any) *Config {
 	cfg.Auth = c.auth(tree)
 	cfg.Billing = c.billing(tree)
 	cfg.X402 = c.x402(tree, cfg.Auth)
+	cfg.Telemetry = c.telemetry(tree)
 
 	for i, t := range c.entries(tree, "layer") {
 		cfg.Layers = append(cfg.Layers, c.layer(indexKey("layer", i), t, cfg.Server.PluginDir))

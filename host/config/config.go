@@ -111,6 +111,7 @@ type Config struct {
 	Auth        Auth       // the [auth] table
 	Billing     Billing    // the [billing] table
 	X402        X402       // the [x402] table
+	Telemetry   Telemetry  // the [telemetry] table (traces)
 	Layers      []Layer    // in file order: the order requests pass through them
 	Providers   []Provider // in file order
 	Models      Models     // the [models] table
