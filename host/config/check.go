@@ -56,6 +56,7 @@ var (
 	serverKeys = []string{
 		"listen", "max_body_bytes", "read_timeout", "write_timeout", "idle_timeout",
 		"upstream_timeout", "upstream_idle_timeout", "plugin_dir", "cache_dir", "log_level",
+		"memory_limit", "kv_max_bytes", "idle_release",
 	}
 	commonKeys   = []string{"name", "plugin", "entry", "timeout", "memory", "pool", "trusted", "enabled", "config"}
 	layerKeys    = append([]string{"phases", "on_error"}, commonKeys...)
@@ -150,6 +151,7 @@ func (c *checker) server(t map[string]any) Server {
 
 		UpstreamIdleTimeout: DefaultUpstreamIdleTimeout,
 	}
+	c.memory(t, &s)
 	if v, ok := c.str(t, p, "listen"); ok {
 		if err := CheckListen(v); err != nil {
 			c.errf(joinKey(p, "listen"), "%v", err)

@@ -139,6 +139,16 @@ type Server struct {
 	PluginDir           string // absolute
 	CacheDir            string // absolute; "" = compilation cache disabled
 	LogLevel            slog.Level
+	// MemoryLimit is the Go runtime's soft memory limit in bytes
+	// (debug.SetMemoryLimit); 0 = none. GOMEMLIMIT in the environment wins.
+	MemoryLimit int64
+	// KVMaxBytes bounds the plugins' in-memory key/value store (keys and
+	// values, as accounted by host/kvstore).
+	KVMaxBytes int64
+	// IdleRelease is how long the gateway waits, idle after traffic,
+	// before it shrinks plugin pools and returns freed memory to the
+	// operating system; 0 = never.
+	IdleRelease time.Duration
 }
 
 // PluginSpec holds the keys common to layers and providers.

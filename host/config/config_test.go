@@ -115,6 +115,9 @@ func TestParseFull(t *testing.T) {
 			UpstreamIdleTimeout: DefaultUpstreamIdleTimeout,
 			CacheDir:            "",
 			LogLevel:            slog.LevelDebug,
+			MemoryLimit:         DefaultMemoryLimit,
+			KVMaxBytes:          DefaultKVMaxBytes,
+			IdleRelease:         DefaultIdleRelease,
 		},
 		Layers: []Layer{
 			{
@@ -184,6 +187,7 @@ func TestParseFull(t *testing.T) {
 			Dir:             filepath.Join(dir, DefaultModelsDir),
 			Threads:         DefaultModelThreads,
 			IndexMaxEntries: DefaultIndexMaxEntries,
+			IndexMaxSpaces:  DefaultIndexMaxSpaces,
 		},
 	}
 	if !reflect.DeepEqual(cfg, want) {
@@ -242,6 +246,9 @@ func TestParseDefaults(t *testing.T) {
 		UpstreamIdleTimeout: 30 * time.Second,
 		CacheDir:            filepath.Join(dir, ".cache", "wazero"),
 		LogLevel:            slog.LevelInfo,
+		MemoryLimit:         DefaultMemoryLimit,
+		KVMaxBytes:          DefaultKVMaxBytes,
+		IdleRelease:         DefaultIdleRelease,
 	}
 	if cfg.Server != wantServer {
 		t.Errorf("server defaults\n got %+v\nwant %+v", cfg.Server, wantServer)
@@ -814,7 +821,7 @@ batch_wait = "1ms"
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantModels := Models{Runtime: filepath.Join(dir, "lib/libonnxruntime.so.1"), Dir: filepath.Join(dir, "m"), Threads: 2, IndexMaxEntries: 5000}
+	wantModels := Models{Runtime: filepath.Join(dir, "lib/libonnxruntime.so.1"), Dir: filepath.Join(dir, "m"), Threads: 2, IndexMaxEntries: 5000, IndexMaxSpaces: DefaultIndexMaxSpaces}
 	if cfg.Models != wantModels {
 		t.Errorf("models = %+v, want %+v", cfg.Models, wantModels)
 	}

@@ -15,6 +15,7 @@ type Models struct {
 	Dir             string // absolute; relative [[model]] paths resolve here
 	Threads         int    // intra-op threads per model session
 	IndexMaxEntries int    // vector index entries per plugin partition (one tenant, or the shared space)
+	IndexMaxSpaces  int    // vector index partitions (plugin × tenant, and shared ones) per dimension
 }
 
 // Model is one [[model]] entry: a local model the embed and classify host
@@ -36,20 +37,21 @@ const (
 	DefaultModelsDir       = "build/models"
 	DefaultModelThreads    = 1
 	DefaultIndexMaxEntries = 100_000
+	DefaultIndexMaxSpaces  = 1_000
 	DefaultModelMaxBatch   = 32
 	DefaultModelBatchWait  = 2 * time.Millisecond
 	maxModelBatchWait      = 100 * time.Millisecond
 )
 
 var (
-	modelsKeys = []string{"runtime", "dir", "threads", "index_max_entries"}
+	modelsKeys = []string{"runtime", "dir", "threads", "index_max_entries", "index_max_spaces"}
 	modelKeys  = []string{"name", "kind", "path", "max_batch", "batch_wait"}
 )
 
 func (c *checker) models(t map[string]any) Models {
 	const p = "models"
 	c.unknownKeys(t, p, modelsKeys)
-	m := Models{Threads: DefaultModelThreads, IndexMaxEntries: DefaultIndexMaxEntries}
+	m := Models{Threads: DefaultModelThreads, IndexMaxEntries: DefaultIndexMaxEntries, IndexMaxSpaces: DefaultIndexMaxSpaces}
 	if v, ok := c.str(t, p, "runtime"); ok && v != "" {
 		m.Runtime = c.abs(v)
 	}
@@ -70,6 +72,13 @@ func (c *checker) models(t map[string]any) Models {
 			c.errf(joinKey(p, "index_max_entries"), "must be between 1 and 100000000, got %d", n)
 		} else {
 			m.IndexMaxEntries = int(n)
+		}
+	}
+	if n, ok := c.integer(t, p, "index_max_spaces"); ok {
+		if n < 1 || n > 1_000_000 {
+			c.errf(joinKey(p, "index_max_spaces"), "must be between 1 and 1000000, got %d", n)
+		} else {
+			m.IndexMaxSpaces = int(n)
 		}
 	}
 	return m
