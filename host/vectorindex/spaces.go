@@ -1,6 +1,7 @@
 package vectorindex
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -14,6 +15,10 @@ type SpacesConfig struct {
 	// MaxEntries bounds each space (one plugin's partition for one tenant,
 	// or its shared partition); 0 means DefaultMaxEntriesPerTenant.
 	MaxEntries int
+	// MaxSpaces bounds the number of spaces of one dimension (Config's
+	// MaxTenants); 0 means unbounded. A new space beyond it is refused
+	// (ErrTooManyTenants) once expired and empty ones are reclaimed.
+	MaxSpaces int
 }
 
 // Spaces serves the vector_* host functions (sandbox.Vectors): named
@@ -23,6 +28,7 @@ type SpacesConfig struct {
 type Spaces struct {
 	mu     sync.Mutex
 	max    int
+	spaces int // MaxSpaces
 	byDim  map[int]*Index
 	names  map[string]int // space → the dimension it was created with
 	closed bool
@@ -30,7 +36,7 @@ type Spaces struct {
 
 // NewSpaces returns an empty set of spaces.
 func NewSpaces(cfg SpacesConfig) *Spaces {
-	return &Spaces{max: cfg.MaxEntries, byDim: map[int]*Index{}, names: map[string]int{}}
+	return &Spaces{max: cfg.MaxEntries, spaces: cfg.MaxSpaces, byDim: map[int]*Index{}, names: map[string]int{}}
 }
 
 // SetMaxEntries sets the bound of spaces whose dimension is first used from
@@ -38,6 +44,14 @@ func NewSpaces(cfg SpacesConfig) *Spaces {
 func (s *Spaces) SetMaxEntries(n int) {
 	s.mu.Lock()
 	s.max = n
+	s.mu.Unlock()
+}
+
+// SetMaxSpaces sets the bound on spaces (SpacesConfig.MaxSpaces) of the
+// indexes whose dimension is first used from now on.
+func (s *Spaces) SetMaxSpaces(n int) {
+	s.mu.Lock()
+	s.spaces = n
 	s.mu.Unlock()
 }
 
@@ -56,7 +70,7 @@ func (s *Spaces) index(space string, dim int, create bool) (*Index, error) {
 			return nil, nil
 		}
 		var err error
-		if ix, err = New(Config{Dim: dim, MaxEntriesPerTenant: s.max}); err != nil {
+		if ix, err = New(Config{Dim: dim, MaxEntriesPerTenant: s.max, MaxTenants: s.spaces}); err != nil {
 			return nil, err
 		}
 		s.byDim[dim] = ix
@@ -73,7 +87,17 @@ func (s *Spaces) Insert(space, id string, vec []float32, ttl time.Duration, tags
 	if err != nil {
 		return err
 	}
-	return ix.Insert(space, id, vec, ttl, tags, payload)
+	err = ix.Insert(space, id, vec, ttl, tags, payload)
+	if errors.Is(err, ErrTooManyTenants) {
+		// A refused space is not remembered: the names map would otherwise
+		// grow with every tenant turned away.
+		s.mu.Lock()
+		if ix.Len(space) == 0 {
+			delete(s.names, space)
+		}
+		s.mu.Unlock()
+	}
+	return err
 }
 
 // Search implements sandbox.Vectors.
