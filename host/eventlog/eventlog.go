@@ -14,6 +14,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,6 +30,7 @@ const (
 	// Inference events (spec 003, "Inference events"): one request's way,
 	// with the account it belongs to, so a caller can follow its own.
 	InferenceStart    = "inference.start"             // {model, dialect, stream}
+	InferenceToken    = "inference.token"             // {token_count, is_reasoning, total}: streamed tokens since the last one, throttled, only while someone watches
 	InferenceEnd      = "inference.end"               // {model, provider, status, latency_ms, streamed, cost_usd, charge_usd, savings_usd}
 	InferenceCacheHit = "inference.cache_hit"         // {cache, model, saved_usd}
 	InferenceFallback = "inference.provider_fallback" // {tried, provider}
@@ -57,6 +59,9 @@ type Log struct {
 	next   uint64        // the sequence number of the next event (first is 1)
 	wake   chan struct{} // closed and replaced on every Emit
 	logger *slog.Logger
+	// watchers counts the live SSE readers, so high-frequency events
+	// (inference.token) are only made while someone reads them.
+	watchers atomic.Int32
 }
 
 // New returns a log keeping the last capacity events (DefaultCapacity when
@@ -138,6 +143,13 @@ func (l *Log) Wait(ctx context.Context, seq uint64, limit int) (events []Event, 
 			return l.Since(seq, limit)
 		}
 	}
+}
+
+// Watched reports whether a live reader (an SSE stream) is following the
+// log. Emitters of high-frequency events ask first: a token counter nobody
+// watches would only push the operator's events out of the ring.
+func (l *Log) Watched() bool {
+	return l != nil && l.watchers.Load() > 0
 }
 
 // Last returns the sequence number of the newest event (0: none yet).

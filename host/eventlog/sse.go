@@ -21,6 +21,8 @@ func (l *Log) SSE(ctx context.Context, w *bufio.Writer, seq uint64, keep func(*E
 	if heartbeat <= 0 {
 		heartbeat = 15 * time.Second
 	}
+	l.watchers.Add(1)
+	defer l.watchers.Add(-1)
 	// Say the stream is open at once: a client waiting for its first
 	// event knows it is connected.
 	if _, err := w.WriteString(": events\n\n"); err != nil || w.Flush() != nil {

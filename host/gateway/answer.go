@@ -280,9 +280,11 @@ type streamer struct {
 	hideUsage bool
 	broken    bool      // the stream did not finish cleanly: drop the connection
 	began     time.Time // the request's arrival, for its time to first byte
+	tokens    *tokenTicker
 }
 
 func (s *streamer) close() {
+	s.tokens.flush()
 	if s.broken {
 		s.resp.Abort()
 	} else {
@@ -303,6 +305,7 @@ func (s *streamer) run(w *bufio.Writer) {
 		}
 	}()
 	passthrough := s.upDialect == s.x.Meta.Dialect && !s.p.HasStreamLayers()
+	s.tokens = newTokenTicker(s.g.Events, s.tab)
 	// Until the end is out, a return is the client going away; the other
 	// ends say so.
 	s.tab.StreamEnd, s.tab.Path = StreamClientGone, PathUpstream
@@ -389,6 +392,7 @@ func (s *streamer) run(w *bufio.Writer) {
 			switch {
 			case passthrough:
 				forwarded.Event(ev.Data)
+				s.tokens.chunk(ev.Data)
 				if got, ok := forwarded.Usage(); ok {
 					usage = got
 					s.tab.Usage = &usage
@@ -505,6 +509,7 @@ func (s *streamer) streamOut(w *bufio.Writer, buf *[]byte, enc streamEncoder, st
 	}
 	for i := range evs {
 		addUsage(usage, &evs[i])
+		s.tokens.event(&evs[i])
 		if evs[i].Type == wire.EventMessageStop {
 			var ok bool
 			if *buf, ok = s.end(w, *buf); !ok {
@@ -527,6 +532,7 @@ func (s *streamer) end(w *bufio.Writer, buf []byte) ([]byte, bool) {
 		}
 		buf = buf[:0]
 	}
+	s.tokens.flush()
 	return append(buf, s.closing()...), true
 }
 
