@@ -30,6 +30,9 @@ func (s *Store) insertUsage(ctx context.Context, tx *sql.Tx, u *store.Usage) err
 	if u.ID, err = res.LastInsertId(); err != nil {
 		return err
 	}
+	if err := s.addRollups(ctx, tx, u); err != nil {
+		return err
+	}
 	_, err = s.exec(ctx, tx, `INSERT INTO usage_daily(account_id, day, requests, input_tokens, output_tokens, cost, charge, savings)
 		VALUES (?, ?, 1, ?, ?, ?, ?, ?) ON CONFLICT(account_id, day) DO UPDATE SET requests = requests + 1,
 		input_tokens = input_tokens + excluded.input_tokens, output_tokens = output_tokens + excluded.output_tokens,
