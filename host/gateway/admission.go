@@ -71,6 +71,11 @@ type Caller struct {
 	// Headers are known at admission and sent with every answer, a stream's
 	// too: X-Bardo-Balance, X-Remaining-Tokens.
 	Headers []wire.KV
+	// ErrorMembers, with a refusal, is a JSON object whose members are
+	// written beside the dialect's error object in the answer's body (a
+	// 402's x402 v1 requirements and inference quote). The dialect's own
+	// members win a clash, so the SDKs still read their error.
+	ErrorMembers []byte
 }
 
 // Tab is an admitted request's open bill: what was reserved at admission,
