@@ -16,8 +16,9 @@ import (
 )
 
 // TestOfficialClient: the official x402 client (@x402/fetch's
-// wrapFetchWithPayment with @x402/evm's ExactEvmScheme and UptoEvmScheme)
-// gets the gateway's 402, signs, retries and is served, and the local
+// wrapFetchWithPayment with @x402/evm's ExactEvmScheme and UptoEvmScheme,
+// and ExactEvmSchemeV1 in its x402 v1 mode, reading the 402's body) gets
+// the gateway's 402, signs, retries and is served, and the local
 // facilitator settles once. It needs node and `npm ci --prefix
 // host/paywall/testdata/x402client`; without them it is skipped.
 func TestOfficialClient(t *testing.T) {
@@ -31,7 +32,7 @@ func TestOfficialClient(t *testing.T) {
 	}
 	e := startE2E(t)
 	key := wallet(t)
-	for i, scheme := range []string{"exact", "upto"} {
+	for i, scheme := range []string{"exact", "upto", "exact-v1"} {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		cmd := exec.CommandContext(ctx, node, "pay.mjs")
 		cmd.Dir = dir
@@ -51,6 +52,7 @@ func TestOfficialClient(t *testing.T) {
 				Payer       string
 				Transaction string
 				Amount      string
+				Network     string
 			}
 			Body string
 		}
@@ -60,6 +62,9 @@ func TestOfficialClient(t *testing.T) {
 		if r.Status != 200 || r.PaymentResponse == nil || !r.PaymentResponse.Success ||
 			!strings.EqualFold(r.PaymentResponse.Payer, crypto.PubkeyToAddress(key.PublicKey).Hex()) {
 			t.Fatalf("%s: %+v %+v", scheme, r, r.PaymentResponse)
+		}
+		if scheme == "exact-v1" && r.PaymentResponse.Network != "base" {
+			t.Errorf("v1: settled on network %q, want v1's name \"base\"", r.PaymentResponse.Network)
 		}
 		if n := len(e.fac.Settlements()); n != i+1 {
 			t.Fatalf("%s: %d settlements, want %d", scheme, n, i+1)

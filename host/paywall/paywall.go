@@ -230,6 +230,7 @@ func (p *Paywall) refuse(a *gateway.Admission, reason, msg string) (gateway.Call
 	if b, err := json.Marshal(q); err == nil {
 		c.Headers = append(c.Headers, wire.KV{Key: HeaderQuote, Value: string(b)})
 	}
+	c.ErrorMembers = p.body(a, offers, q)
 	usd := pricing.Micros(mustInt(offer.Amount))
 	scheme := "scheme exact"
 	if len(offers) > 1 {
@@ -262,6 +263,15 @@ func (p *Paywall) Pay(ctx context.Context, cred auth.Credential, a *gateway.Admi
 		return p.refuse(a, x402.ReasonInvalidPayload, "the payment header cannot be read: "+errText(err))
 	}
 	offers, _ := p.offers(a)
+	if pl.X402Version == x402.Version1 {
+		// A v1 client answered the body's offer: exact, in v1's form, which
+		// is also what its settlement sends the facilitator (v1 semantics:
+		// maxAmountRequired, the network's v1 name).
+		offers = offers[:1]
+		if v1, ok := p.v1Offer(a, offers[0]); ok {
+			offers[0] = v1
+		}
+	}
 	from := pl.Payload.Authorization.From
 	if pl.Payload.Permit2Authorization != nil {
 		from = pl.Payload.Permit2Authorization.From
