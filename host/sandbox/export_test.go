@@ -50,3 +50,22 @@ func CompiledModules() int {
 	defer compiledMu.Unlock()
 	return len(compiledBy)
 }
+
+// FillPoolForTest makes instances until the pool is full and leaves them
+// idle, as a burst of concurrent calls would.
+func (p *Plugin) FillPoolForTest(ctx context.Context) error {
+	for {
+		select {
+		case p.slots <- struct{}{}:
+		default:
+			return nil
+		}
+		in, err := p.instantiate(ctx)
+		if err != nil {
+			<-p.slots
+			return err
+		}
+		in.pooled = true
+		p.idle <- in
+	}
+}

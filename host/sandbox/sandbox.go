@@ -29,6 +29,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -38,6 +39,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -163,9 +165,14 @@ type module struct {
 	open         atomic.Int32 // entries not yet closed
 	runtimeFreed atomic.Bool
 
+	// fresh is the linear memory of a newly initialised instance: Shrink
+	// replaces an idle instance that grew past it.
+	fresh uint32
+
 	// Counters for tests and metrics.
 	instantiated atomic.Int64
 	discarded    atomic.Int64
+	shrunk       atomic.Int64
 }
 
 type instance struct {
@@ -306,6 +313,7 @@ func LoadModule(ctx context.Context, entries []Options) ([]*Plugin, error) {
 		<-m.slots
 		return fail(err)
 	}
+	m.fresh = in.mem.Size()
 	m.idle <- in
 	return m.entries, nil
 }
@@ -660,6 +668,67 @@ func (p *Plugin) discard(in *instance) {
 	}
 	p.maybeFreeRuntime()
 }
+
+// Shrink trims the module's pool while the gateway is idle: of the idle
+// instances it keeps the keep smallest and closes the rest, and replaces a
+// kept one whose linear memory grew past a fresh instance's with a fresh
+// one. Wasm memory never shrinks and a Go guest's heap grows in 4 MiB
+// steps, so after a burst every instance would otherwise keep what it grew
+// to (docs/performance.md, "Idle release, shrinking pools and the memory
+// limit"). What a guest keeps in its own memory (memos, caches) goes with
+// its instance; the shipped plugins keep what must last in kv. Instances
+// busy in a call are left alone; a call arriving meanwhile waits for one or
+// makes one, as it would at a full pool. It returns how many instances it
+// closed or replaced. A bundle's entries share one pool: shrinking any of
+// them shrinks it.
+func (p *Plugin) Shrink(ctx context.Context, keep int) (shrunk int) {
+	if p.open.Load() == 0 {
+		return 0
+	}
+	var idle []*instance
+drain:
+	for {
+		select {
+		case in := <-p.idle:
+			idle = append(idle, in)
+		default:
+			break drain
+		}
+	}
+	slices.SortFunc(idle, func(a, b *instance) int { return cmp.Compare(a.mem.Size(), b.mem.Size()) })
+	for i, in := range idle {
+		if i >= max(keep, 0) {
+			p.retire(in)
+			<-p.slots
+			shrunk++
+			continue
+		}
+		if in.mem.Size() > p.fresh {
+			// The fresh instance takes over the grown one's slot; if it
+			// cannot be made, the grown one stays.
+			if f, err := p.instantiate(ctx); err == nil {
+				f.pooled = true
+				p.retire(in)
+				in = f
+				shrunk++
+			}
+		}
+		p.release(in) // closed meanwhile: discarded
+	}
+	return shrunk
+}
+
+// retire closes an instance Shrink no longer wants (not a failure: it is
+// counted apart from discards).
+func (p *Plugin) retire(in *instance) {
+	in.mod.Close(context.Background())
+	p.shrunk.Add(1)
+	p.count("bardo_sandbox_instances_shrunk_total")
+}
+
+// Shrunk reports how many instances Shrink closed or replaced over the
+// module's life.
+func (p *Plugin) Shrunk() int64 { return p.shrunk.Load() }
 
 // lend gives up in's pool slot while its call waits on an upstream (the
 // complete host function: a summary can take seconds): the pool may make
