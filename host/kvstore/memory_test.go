@@ -158,3 +158,24 @@ func TestMemoryDeletePrefixConcurrent(t *testing.T) {
 		mustGet(t, m, tenantKey("p", "t0", strconv.Itoa(i)), true)
 	}
 }
+
+// TestMemorySetCapacity: a smaller budget (a reload of [server]
+// kv_max_bytes) evicts the least recently used keys at once.
+func TestMemorySetCapacity(t *testing.T) {
+	one := size("k0", make([]byte, 100))
+	m := NewMemory(10 * one)
+	for i := range 10 {
+		if err := m.Put(fmt.Sprintf("k%d", i), make([]byte, 100), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustGet(t, m, "k0", true) // k0 is now the most recently used
+	m.SetCapacity(3 * one)
+	if used, capacity := m.Used(); used != 3*one || capacity != 3*one || m.Len() != 3 {
+		t.Fatalf("used %d of %d, %d keys; want 3 keys, %d", used, capacity, m.Len(), 3*one)
+	}
+	mustGet(t, m, "k0", true)
+	mustGet(t, m, "k9", true)
+	mustGet(t, m, "k8", true)
+	mustGet(t, m, "k1", false)
+}
