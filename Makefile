@@ -19,7 +19,7 @@ BUNDLE_LAYERS := $(patsubst %/main.go,%,$(wildcard plugins/layers/*/main.go))
 BUNDLE_PKGS   := $(BUNDLE_LAYERS) $(patsubst %/main.go,%,$(wildcard plugins/providers/*/main.go))
 GO_SOURCES  := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null) go.mod go.sum sdk/go.mod
 
-.PHONY: all run build plugins models test test-go test-node sdk-test-deps agent-test-deps paywall-test-deps test-plugins fuzz bench lint clean deps
+.PHONY: all run build plugins models test test-go test-node sdk-test-deps agent-test-deps paywall-test-deps chain-test-deps test-plugins fuzz bench lint clean deps
 
 all: build plugins models
 
@@ -76,7 +76,12 @@ agent-test-deps:
 paywall-test-deps:
 	npm ci --prefix host/paywall/testdata/x402client --no-audit --no-fund
 
-test-go: sdk-test-deps agent-test-deps paywall-test-deps
+# Circle's FiatToken v2.2 artifacts and solc-js for the simulated-chain tests
+# (host/x402/chaintest; pinned in its package-lock.json).
+chain-test-deps:
+	bash scripts/chain-deps.sh
+
+test-go: sdk-test-deps agent-test-deps paywall-test-deps chain-test-deps
 	$(GO) test -count=1 ./...
 	cd sdk && $(GO) test -count=1 ./...
 
