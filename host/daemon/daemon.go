@@ -38,7 +38,7 @@ type Options struct {
 	Log      *slog.Logger
 	Cache    wazero.CompilationCache // nil: the [server] cache_dir's, or none
 	Getenv   func(string) string     // credential lookup; nil: os.Getenv
-	KVBytes  int64                   // the in-memory kv store's size; 0: 64 MiB
+	KVBytes  int64                   // the in-memory kv store's size; 0: [server] kv_max_bytes
 	Upstream time.Duration           // upstream timeout; 0: [server] upstream_timeout
 	// Heartbeat is the stream heartbeat interval (0: the gateway's default).
 	Heartbeat time.Duration
@@ -77,6 +77,7 @@ type Daemon struct {
 	Store *sqlite.Store
 	// Meter bills admitted callers in keys mode (nil in open mode).
 	Meter    *billing.Meter
+	idle     *idleRelease // nil: [server] idle_release = "0s"
 	began    time.Time
 	closeAll []func()
 }
@@ -93,11 +94,9 @@ func New(ctx context.Context, path string, opts Options) (_ *Daemon, err error) 
 			d.Close()
 		}
 	}()
-	kvBytes := opts.KVBytes
-	if kvBytes <= 0 {
-		kvBytes = 64 << 20
-	}
-	d.KV = kvstore.NewMemory(kvBytes)
+	// The kv store is sized once the configuration is read (below); the
+	// plugins loading meanwhile may already write to it.
+	d.KV = kvstore.NewMemory(config.DefaultKVMaxBytes)
 	d.Models = registry.New(d.Log)
 	d.closeAll = append(d.closeAll, d.Models.Close)
 
@@ -145,6 +144,8 @@ func New(ctx context.Context, path string, opts Options) (_ *Daemon, err error) 
 	d.closeAll = append(d.closeAll, d.Manager.Close)
 	cfg := d.Manager.Peek().Config
 	d.Vectors.SetMaxEntries(cfg.Models.IndexMaxEntries)
+	d.Vectors.SetMaxSpaces(cfg.Models.IndexMaxSpaces)
+	d.boundMemory(cfg, opts)
 	var keyAuth *auth.Authenticator
 	if d.Gateway.Admitter == nil && cfg.Auth.Mode == config.AuthKeys {
 		k, a, err := d.openKeys(ctx, cfg)
@@ -179,6 +180,25 @@ func New(ctx context.Context, path string, opts Options) (_ *Daemon, err error) 
 	d.Server.SetLiveness(d.Live)
 	d.Live.Start()
 	d.closeAll = append(d.closeAll, d.Live.Close)
+	if after := cfg.Server.IdleRelease; after > 0 {
+		idle := newIdleRelease(after, d.Manager, d.Metrics)
+		d.idle = idle
+		d.Gateway.SetObserver(observers{settlementMetrics{d.Metrics}, idle})
+		d.Manager.Reloaded = func(err error) {
+			if err == nil {
+				d.boundMemory(d.Manager.Peek().Config, opts)
+				idle.loaded()
+			}
+		}
+		idle.start()
+		d.closeAll = append(d.closeAll, idle.close)
+	} else {
+		d.Manager.Reloaded = func(err error) {
+			if err == nil {
+				d.boundMemory(d.Manager.Peek().Config, opts)
+			}
+		}
+	}
 	return d, nil
 }
 
