@@ -8,6 +8,7 @@ require (
 	github.com/bardoinference/bardo/sdk v0.0.0
 	github.com/coder/hnsw v0.6.1
 	github.com/ethereum/go-ethereum v1.17.10
+	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/openai/openai-go/v3 v3.96.0
 	github.com/prometheus/client_golang v1.23.2
 	github.com/prometheus/client_model v0.6.2

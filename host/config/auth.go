@@ -7,6 +7,8 @@ type Auth struct {
 	// anonymous tenant). "" — the table or key absent — means open on a
 	// loopback listen address and is refused on any other (host/daemon).
 	Mode string
+	// Privy is the [auth.privy] table; nil when absent.
+	Privy *Privy
 }
 
 // Auth modes.
@@ -15,7 +17,7 @@ const (
 	AuthOpen = "open"
 )
 
-var authKeys = []string{"mode"}
+var authKeys = []string{"mode", "privy"}
 
 func (c *checker) auth(tree map[string]any) Auth {
 	const p = "auth"
@@ -36,6 +38,9 @@ func (c *checker) auth(tree map[string]any) Auth {
 		} else {
 			a.Mode = v
 		}
+	}
+	if v, ok := t["privy"]; ok {
+		a.Privy = c.privy(v, a.Mode)
 	}
 	return a
 }

@@ -78,6 +78,13 @@ func (d *Daemon) openKeys(ctx context.Context, cfg *config.Config) (*admit.Keys,
 	d.Meter = m
 	a := auth.New(s, secret, auth.Options{Accounts: s})
 	k := &admit.Keys{Auth: a, Meter: m, Log: d.Log.With("component", "auth")}
+	if cfg.Auth.Privy != nil {
+		pv, err := d.openPrivy(cfg.Auth.Privy, s)
+		if err != nil {
+			return nil, nil, err
+		}
+		k.Privy = pv
+	}
 	if cfg.X402.Enabled {
 		pw, err := d.openPaywall(ctx, cfg.X402, s)
 		if err != nil {
@@ -131,6 +138,43 @@ func (d *Daemon) openPaywall(ctx context.Context, xc config.X402, s *sqlite.Stor
 	d.closeAll = append(d.closeAll, func() { stop(); <-done })
 	d.Log.Info("accepting x402 payments", "network", tok.Network, "pay_to", pc.PayTo.Hex())
 	return pw, nil
+}
+
+// openPrivy admits Privy access tokens ([auth.privy]): the verifier, and a
+// loop that fetches the app's key set at start and every jwks_refresh
+// until the daemon closes (a token also triggers a fetch when the set is
+// stale or names an unknown key).
+func (d *Daemon) openPrivy(pc *config.Privy, s *sqlite.Store) (*auth.Privy, error) {
+	pv, err := auth.NewPrivy(auth.PrivyConfig{AppID: pc.AppID, JWKSURL: pc.JWKSURL, Issuer: pc.Issuer, Leeway: pc.Leeway,
+		Refresh: pc.JWKSRefresh, MinRefetch: pc.JWKSMinRefetch, AutoProvision: pc.AutoProvision, Accounts: s})
+	if err != nil {
+		return nil, fmt.Errorf("daemon: [auth.privy]: %w", err)
+	}
+	every := pc.JWKSRefresh
+	if every <= 0 {
+		every = auth.DefaultPrivyRefresh
+	}
+	log := d.Log.With("component", "privy")
+	loop, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			if err := pv.Refresh(loop); err != nil && loop.Err() == nil {
+				log.Warn("privy: fetching the app's key set", "url", pc.JWKSURL, "err", err)
+			}
+			select {
+			case <-loop.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	d.closeAll = append(d.closeAll, func() { stop(); <-done })
+	d.Log.Info("accepting Privy access tokens", "app_id", pc.AppID, "auto_provision", pc.AutoProvision)
+	return pv, nil
 }
 
 // checkOpen is Listen's guard in open mode (no Admitter): only a loopback

@@ -38,6 +38,10 @@ type Keys struct {
 	// completion without any credential gets its 402 challenge instead of
 	// the 401. host/paywall implements it.
 	Payments Payments
+	// Privy, when set, admits "Authorization: Bearer <Privy access
+	// token>": the user's account is billed as a key's (scopes none,
+	// then the Meter), under key id auth.PrivyKeyID.
+	Privy *auth.Privy
 }
 
 // Payments admits requests paid per request.
@@ -71,6 +75,9 @@ func (k *Keys) Admit(ctx context.Context, a *gateway.Admission) (gateway.Caller,
 	if k.Payments != nil {
 		schemes = auth.WithX402(schemes)
 	}
+	if k.Privy != nil {
+		schemes = auth.WithPrivy(schemes)
+	}
 	cred, err := auth.Detect(a.Header, schemes)
 	if k.Payments != nil {
 		if err == nil && cred.Kind == auth.KindX402 {
@@ -81,6 +88,9 @@ func (k *Keys) Admit(ctx context.Context, a *gateway.Admission) (gateway.Caller,
 				return c, e
 			}
 		}
+	}
+	if err == nil && cred.Kind == auth.KindPrivy && k.Privy != nil {
+		return k.admitPrivy(ctx, cred, a)
 	}
 	if err == nil && cred.Kind != auth.KindKey {
 		err = errors.New("credential kind " + cred.Kind.String() + " is not accepted yet")
@@ -100,6 +110,32 @@ func (k *Keys) Admit(ctx context.Context, a *gateway.Admission) (gateway.Caller,
 		k.log().Error("key store", "err", err)
 		return gateway.Caller{}, &wire.Error{Status: 503, Kind: wire.ErrOverloaded, Message: msgUnavailable, Retryable: true, RetryAfterMs: 1000}
 	}
+	return k.open(ctx, p, a)
+}
+
+// admitPrivy admits a Privy access token: 401 in the caller's dialect for
+// any token that does not verify (the reason named: expired, audience…),
+// 503 when the key set or the store cannot be read; then as a key.
+func (k *Keys) admitPrivy(ctx context.Context, cred auth.Credential, a *gateway.Admission) (gateway.Caller, *wire.Error) {
+	p, err := k.Privy.Principal(ctx, cred.Value)
+	switch {
+	case errors.Is(err, auth.ErrPrivyToken):
+		k.log().Info("request refused", "path", a.Path, "ip", a.RemoteIP, "cause", err)
+		return gateway.Caller{}, &wire.Error{Status: 401, Kind: wire.ErrAuthentication,
+			Message: err.Error() + "; send a current Privy access token of this app, or a bardo_sk_ key"}
+	case errors.Is(err, auth.ErrPrivyUnavailable):
+		k.log().Error("privy", "err", err)
+		return gateway.Caller{}, &wire.Error{Status: 503, Kind: wire.ErrOverloaded, Retryable: true, RetryAfterMs: 5000,
+			Message: "Privy tokens cannot be checked right now (the app's key set is unreachable); try again"}
+	case err != nil:
+		k.log().Error("privy account store", "err", err)
+		return gateway.Caller{}, &wire.Error{Status: 503, Kind: wire.ErrOverloaded, Message: msgUnavailable, Retryable: true, RetryAfterMs: 1000}
+	}
+	return k.open(ctx, p, a)
+}
+
+// open checks a verified principal's scopes and meters its request.
+func (k *Keys) open(ctx context.Context, p *auth.Principal, a *gateway.Admission) (gateway.Caller, *wire.Error) {
 	if err := p.Allow(auth.Access{Model: a.Model, ClientIP: a.RemoteIP, Spends: a.Spends}); err != nil {
 		k.log().Info("request forbidden", "key", p.Key.ID, "path", a.Path, "ip", a.RemoteIP, "cause", err)
 		msg := strings.TrimPrefix(err.Error(), auth.ErrForbidden.Error()+": ")
