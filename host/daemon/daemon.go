@@ -97,6 +97,9 @@ func New(ctx context.Context, path string, opts Options) (_ *Daemon, err error) 
 	// The kv store is sized once the configuration is read (below); the
 	// plugins loading meanwhile may already write to it.
 	d.KV = kvstore.NewMemory(config.DefaultKVMaxBytes)
+	if err := d.Metrics.Register(d.KV.Collector()); err != nil {
+		return nil, err
+	}
 	d.Models = registry.New(d.Log)
 	d.closeAll = append(d.closeAll, d.Models.Close)
 

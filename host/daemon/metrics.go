@@ -91,6 +91,9 @@ func (o settlementMetrics) Settled(s gateway.Settlement) {
 	}
 	if s.Cache != "" {
 		o.m.Add("bardo_cache_answers_total", 1, "result", s.Cache)
+		if b := s.Bill; b != nil && s.Path == gateway.PathLayer && b.Figures.Savings > 0 {
+			o.m.Add("bardo_cache_savings_usd_total", usd(int64(b.Figures.Savings)), "cache", s.Cache)
+		}
 	}
 }
 

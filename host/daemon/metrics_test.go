@@ -28,11 +28,16 @@ func TestSettlementMetrics(t *testing.T) {
 	// A billed answer: its bill's amounts, per provider and model, account and key.
 	o.Settled(gateway.Settlement{Path: gateway.PathPassthrough, Upstream: true, Provider: "up", Model: "gpt-4o", Status: 200,
 		Tenant: "acct_1", Key: "k1", Bill: &gateway.Bill{Figures: pricing.Figures{Cost: 18_750, Charge: 21_563, Direct: 43_350, Savings: 21_787}}})
+	// A billed hash hit: charged nothing, it saved the direct price.
+	o.Settled(gateway.Settlement{Path: gateway.PathLayer, Cache: "hash-hit", Provider: "other-up", Model: "gpt-4o-mini", Status: 200,
+		Tenant: "acct_1", Bill: &gateway.Bill{Figures: pricing.Figures{Direct: 43_350, Savings: 43_350}}})
 	for _, c := range []struct {
 		name   string
 		labels []string
 		want   float64
 	}{
+		{"bardo_cache_savings_usd_total", []string{"cache", "hash-hit"}, 0.04335},
+		{"bardo_cache_answers_total", []string{"result", "hash-hit"}, 1},
 		{"bardo_tokens_total", []string{"provider", "up", "model", "gpt-4o", "kind", "input"}, 10},
 		{"bardo_cost_usd_total", []string{"provider", "up", "model", "gpt-4o"}, 0.01875},
 		{"bardo_charge_usd_total", []string{"provider", "up", "model", "gpt-4o"}, 0.021563},

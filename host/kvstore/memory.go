@@ -23,6 +23,16 @@ type Memory struct {
 	items    map[string]*list.Element
 	lru      list.List // front = most recently used
 	now      func() time.Time
+	// spaces is what each key namespace (the key up to its first NUL: a
+	// plugin's name, as the sandbox prefixes every plugin's keys) holds,
+	// so the metrics can say which cache fills the store.
+	spaces map[string]*SpaceUse
+}
+
+// SpaceUse is what one key namespace holds: entries, the bytes accounted
+// to them, and how many of its entries were evicted to make room.
+type SpaceUse struct {
+	Entries, Bytes, Evicted int64
 }
 
 type entry struct {
@@ -33,7 +43,7 @@ type entry struct {
 
 // NewMemory returns a store holding at most capacity bytes of keys and values.
 func NewMemory(capacity int64) *Memory {
-	return &Memory{capacity: capacity, items: make(map[string]*list.Element), now: time.Now}
+	return &Memory{capacity: capacity, items: make(map[string]*list.Element), now: time.Now, spaces: map[string]*SpaceUse{}}
 }
 
 // entryOverhead is what an entry costs the Go heap beyond its key's and
@@ -78,10 +88,17 @@ func (m *Memory) Put(key string, val []byte, ttl time.Duration) error {
 		m.remove(el)
 	}
 	for m.used+sz > m.capacity {
-		m.remove(m.lru.Back())
+		m.evict()
 	}
 	m.items[key] = m.lru.PushFront(&entry{key: key, val: val, expires: exp})
 	m.used += sz
+	sp := m.spaces[space(key)]
+	if sp == nil {
+		sp = &SpaceUse{}
+		m.spaces[strings.Clone(space(key))] = sp // not the key's bytes: the space outlives it
+	}
+	sp.Entries++
+	sp.Bytes += sz
 	return nil
 }
 
@@ -120,7 +137,7 @@ func (m *Memory) SetCapacity(capacity int64) {
 	defer m.mu.Unlock()
 	m.capacity = capacity
 	for m.used > m.capacity {
-		m.remove(m.lru.Back())
+		m.evict()
 	}
 }
 
@@ -142,5 +159,40 @@ func (m *Memory) remove(el *list.Element) {
 	e := el.Value.(*entry)
 	m.lru.Remove(el)
 	delete(m.items, e.key)
-	m.used -= size(e.key, e.val)
+	sz := size(e.key, e.val)
+	m.used -= sz
+	if sp := m.spaces[space(e.key)]; sp != nil {
+		sp.Entries--
+		sp.Bytes -= sz
+	}
+}
+
+// evict removes the least recently used key to make room.
+func (m *Memory) evict() {
+	el := m.lru.Back()
+	if sp := m.spaces[space(el.Value.(*entry).key)]; sp != nil {
+		sp.Evicted++
+	}
+	m.remove(el)
+}
+
+// space is a key's namespace: the key up to its first NUL ("" if none).
+func space(key string) string {
+	if i := strings.IndexByte(key, 0); i >= 0 {
+		return key[:i]
+	}
+	return ""
+}
+
+// Spaces reports what each key namespace holds (a copy). A namespace seen
+// once stays listed, with 0 entries once emptied, so its eviction count
+// keeps counting.
+func (m *Memory) Spaces() map[string]SpaceUse {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]SpaceUse, len(m.spaces))
+	for k, v := range m.spaces {
+		out[k] = *v
+	}
+	return out
 }

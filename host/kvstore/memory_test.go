@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // The key layout the sandbox uses (host/sandbox namespacedKey, sharedKey):
@@ -178,4 +180,41 @@ func TestMemorySetCapacity(t *testing.T) {
 	mustGet(t, m, "k9", true)
 	mustGet(t, m, "k8", true)
 	mustGet(t, m, "k1", false)
+}
+
+// Each plugin's namespace is accounted apart — entries, bytes, evictions —
+// and the sums are the store's: what the kv metrics report per plugin.
+func TestSpacesAccounting(t *testing.T) {
+	m := NewMemory(10 * (entryOverhead + 20))
+	for i := 0; i < 6; i++ {
+		if err := m.Put(fmt.Sprintf("hashcache\x00t\x00k%d", i), make([]byte, 6), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.Put("semcache\x00*\x00q", make([]byte, 5), 0)
+	m.Put("plain", make([]byte, 15), 0)
+	m.Put("hashcache\x00t\x00k0", make([]byte, 6), 0) // replaced, not added
+	m.Delete("hashcache\x00t\x00k1")
+	for i := 0; i < 6; i++ { // 4 more fit; the rest evict the oldest
+		m.Put(fmt.Sprintf("affinity\x00t\x00s%d", i), make([]byte, 5), 0)
+	}
+	sp := m.Spaces()
+	var entries, bytes int64
+	for _, u := range sp {
+		entries += u.Entries
+		bytes += u.Bytes
+	}
+	used, _ := m.Used()
+	if entries != int64(m.Len()) || bytes != used {
+		t.Fatalf("spaces sum to %d entries, %d bytes; the store holds %d, %d: %+v", entries, bytes, m.Len(), used, sp)
+	}
+	// 15 puts, one a replacement, one key deleted: the rest were evicted,
+	// the oldest first — hashcache's.
+	evicted := sp["hashcache"].Evicted + sp["semcache"].Evicted + sp[""].Evicted + sp["affinity"].Evicted
+	if sp["affinity"].Entries != 6 || evicted == 0 || evicted != int64(13-m.Len()) || sp["hashcache"].Evicted != evicted {
+		t.Fatalf("after %d evictions: %+v", evicted, sp)
+	}
+	if got := testutil.CollectAndCount(m.Collector()); got != 3*len(sp)+1 {
+		t.Fatalf("%d series for %d spaces", got, len(sp))
+	}
 }

@@ -27,6 +27,8 @@ var Catalog = []Desc{
 		Help: "Stale cached answers served because every provider failed (the spec's bardo_cache_stale_served: alert when it grows)."},
 	{Name: "bardo_cache_answers_total", Type: "counter", Labels: []string{"result"},
 		Help: "Inference responses by the cache's verdict in X-Bardo-Cache (hash-hit, miss, stale, ...); responses without the header are not counted."},
+	{Name: "bardo_cache_savings_usd_total", Type: "counter", Labels: []string{"cache"},
+		Help: "What billed requests answered from a cache would have cost sent to the provider (their X-Bardo-Savings), in USD, by the cache's verdict (hash-hit, semantic-hit)."},
 	{Name: "bardo_cache_flushes_total", Type: "counter", Labels: []string{"layer", "scope"},
 		Help: "Admin cache flushes (POST /admin/cache/flush), by layer and scope."},
 	{Name: "bardo_cache_invalidations_total", Type: "counter", Labels: []string{"layer"},
