@@ -179,6 +179,9 @@ func New(ctx context.Context, path string, opts Options) (_ *Daemon, err error) 
 		d.Server.Admin.Accounts, d.Server.Admin.KeyAuth = d.Store, keyAuth
 		d.Server.Admin.Live, d.Server.Admin.OnAccountChange = d.Meter, d.Meter.Invalidate
 	}
+	if db := d.dashboard(opts.AdminToken); db != nil {
+		d.Server.Dashboard = db
+	}
 	d.Live = server.NewLiveness(LivenessChecks(d), opts.Liveness)
 	d.Server.SetLiveness(d.Live)
 	d.Live.Start()

@@ -31,6 +31,11 @@ type Server struct {
 	// Admin enables the administrative endpoints (/admin/...); nil or an
 	// empty token leaves them off (404).
 	Admin *Admin
+	// Dashboard serves /dashboard (host/dashboard) when set; it answers
+	// false for paths that are not its own.
+	Dashboard interface {
+		Handle(ctx *fasthttp.RequestCtx) bool
+	}
 
 	srv  *fasthttp.Server
 	ln   net.Listener
@@ -157,6 +162,9 @@ func (sv *Server) handle(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
+	if sv.Dashboard != nil && sv.Dashboard.Handle(ctx) {
+		return
+	}
 	if sv.Admin != nil && sv.Admin.Token != "" && sv.accountsRoute(ctx) {
 		return
 	}
@@ -180,6 +188,8 @@ func routeLabel(ctx *fasthttp.RequestCtx) string {
 		return "/admin/accounts"
 	case strings.HasPrefix(p, "/admin/keys"):
 		return "/admin/keys"
+	case p == "/dashboard" || strings.HasPrefix(p, "/dashboard/"):
+		return "/dashboard"
 	case strings.HasPrefix(p, "/v1/responses/"): // stored responses, by id
 		return "/v1/responses/{id}"
 	}

@@ -1,0 +1,204 @@
+package dashboard
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/bardoinference/bardo/host/store"
+	"github.com/bardoinference/bardo/host/store/sqlite"
+)
+
+// Store is what the dashboard reads from the accounts store
+// (*sqlite.Store).
+type Store interface {
+	Rollups(ctx context.Context, g sqlite.Grain, from, to time.Time) ([]sqlite.Rollup, error)
+	ListAccounts(ctx context.Context) ([]store.Account, error)
+	ListKeys(ctx context.Context, accountID string) ([]store.Key, error)
+}
+
+// ranges are the history's windows and the rollup each reads: minutes up
+// to six hours (360 buckets), hours beyond (at most 720).
+var ranges = map[string]struct {
+	span  time.Duration
+	grain sqlite.Grain
+	step  time.Duration
+}{
+	"1h":  {time.Hour, sqlite.Minute, time.Minute},
+	"6h":  {6 * time.Hour, sqlite.Minute, time.Minute},
+	"24h": {24 * time.Hour, sqlite.Hour, time.Hour},
+	"7d":  {7 * 24 * time.Hour, sqlite.Hour, time.Hour},
+	"30d": {30 * 24 * time.Hour, sqlite.Hour, time.Hour},
+}
+
+// topSeries bounds the series of each breakdown: the biggest by charge,
+// the rest summed as "other".
+const topSeries = 6
+
+// History is the usage over a window, one value per bucket.
+type History struct {
+	Range     string    `json:"range"`
+	Grain     string    `json:"grain"`
+	Buckets   []int64   `json:"buckets"` // each bucket's start, Unix seconds
+	Requests  []int64   `json:"requests"`
+	Errors    []int64   `json:"errors"`
+	CacheHits []int64   `json:"cache_hits"`
+	Cost      []float64 `json:"cost"`    // USD
+	Charge    []float64 `json:"charge"`  // USD
+	Savings   []float64 `json:"savings"` // USD
+	LatencyMs []float64 `json:"latency_ms"`
+	// By splits the charge by provider, model and account.
+	By map[string]Breakdown `json:"by"`
+	// Note says why the history is empty when it must be (open mode).
+	Note string `json:"note,omitempty"`
+}
+
+// Breakdown is one dimension's charge series.
+type Breakdown struct {
+	Names  []string    `json:"names"`
+	Charge [][]float64 `json:"charge"`
+}
+
+// HistoryOf builds the history of range r ("1h", "6h", "24h", "7d", "30d")
+// ending now.
+func (d *Dashboard) HistoryOf(ctx context.Context, r string) (*History, error) {
+	rg, ok := ranges[r]
+	if !ok {
+		return nil, errRange
+	}
+	end := d.now().UTC().Truncate(rg.step).Add(rg.step)
+	start := end.Add(-rg.span)
+	n := int(rg.span / rg.step)
+	h := &History{Range: r, Grain: string(rg.grain), Buckets: make([]int64, n), Requests: make([]int64, n), Errors: make([]int64, n),
+		CacheHits: make([]int64, n), Cost: make([]float64, n), Charge: make([]float64, n), Savings: make([]float64, n),
+		LatencyMs: make([]float64, n), By: map[string]Breakdown{}}
+	for i := range h.Buckets {
+		h.Buckets[i] = start.Add(time.Duration(i) * rg.step).Unix()
+	}
+	if d.Store == nil {
+		h.Note = "no usage history: the gateway records usage in keys mode ([auth] mode = \"keys\")"
+		for _, dim := range []string{"provider", "model", "account"} {
+			h.By[dim] = Breakdown{Names: []string{}, Charge: [][]float64{}}
+		}
+		return h, nil
+	}
+	rows, err := d.Store.Rollups(ctx, rg.grain, start, end)
+	if err != nil {
+		return nil, err
+	}
+	latency := make([]int64, n)
+	type dim struct {
+		key   func(*sqlite.Rollup) string
+		total map[string]int64
+		per   map[string][]int64
+	}
+	dims := map[string]*dim{
+		"provider": {key: func(r *sqlite.Rollup) string {
+			if r.Provider == "" {
+				return "(a layer answered)" // a cache hit
+			}
+			return r.Provider
+		}},
+		"model":   {key: func(r *sqlite.Rollup) string { return r.Model }},
+		"account": {key: func(r *sqlite.Rollup) string { return r.AccountID }},
+	}
+	for _, dm := range dims {
+		dm.total, dm.per = map[string]int64{}, map[string][]int64{}
+	}
+	for i := range rows {
+		r := &rows[i]
+		b := int(r.Bucket.Sub(start) / rg.step)
+		if b < 0 || b >= n {
+			continue
+		}
+		h.Requests[b] += r.Requests
+		h.Errors[b] += r.Errors
+		h.CacheHits[b] += r.CacheHits
+		h.Cost[b] += usd(r.Cost)
+		h.Charge[b] += usd(r.Charge)
+		h.Savings[b] += usd(r.Savings)
+		latency[b] += r.LatencyMicros
+		for _, dm := range dims {
+			k := dm.key(r)
+			dm.total[k] += r.Charge
+			s := dm.per[k]
+			if s == nil {
+				s = make([]int64, n)
+				dm.per[k] = s
+			}
+			s[b] += r.Charge
+		}
+	}
+	for i := range latency {
+		if h.Requests[i] > 0 {
+			h.LatencyMs[i] = float64(latency[i]) / float64(h.Requests[i]) / 1000
+		}
+	}
+	for name, dm := range dims {
+		names := make([]string, 0, len(dm.total))
+		for k := range dm.total {
+			names = append(names, k)
+		}
+		sort.Slice(names, func(i, j int) bool {
+			if dm.total[names[i]] != dm.total[names[j]] {
+				return dm.total[names[i]] > dm.total[names[j]]
+			}
+			return names[i] < names[j]
+		})
+		bd := Breakdown{Names: []string{}, Charge: [][]float64{}}
+		var other []float64
+		for i, k := range names {
+			if i >= topSeries {
+				if other == nil {
+					other = make([]float64, n)
+				}
+				for j, v := range dm.per[k] {
+					other[j] += usd(v)
+				}
+				continue
+			}
+			s := make([]float64, n)
+			for j, v := range dm.per[k] {
+				s[j] = usd(v)
+			}
+			bd.Names, bd.Charge = append(bd.Names, k), append(bd.Charge, s)
+		}
+		if other != nil {
+			bd.Names, bd.Charge = append(bd.Names, "other"), append(bd.Charge, other)
+		}
+		h.By[name] = bd
+	}
+	return h, nil
+}
+
+type rangeError struct{}
+
+func (rangeError) Error() string { return "range must be 1h, 6h, 24h, 7d or 30d" }
+
+var errRange error = rangeError{}
+
+func usd(micros int64) float64 { return float64(micros) / 1e6 }
+
+func (d *Dashboard) history(ctx *fasthttp.RequestCtx) {
+	r := string(ctx.QueryArgs().Peek("range"))
+	if r == "" {
+		r = "1h"
+	}
+	c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	h, err := d.HistoryOf(c, r)
+	if err == errRange {
+		apiFail(ctx, 400, err.Error())
+		return
+	}
+	if err != nil {
+		if d.Log != nil {
+			d.Log.Warn("dashboard: reading usage rollups", "err", err)
+		}
+		apiFail(ctx, 503, "the usage history could not be read; see the gateway's log")
+		return
+	}
+	reply(ctx, 200, h)
+}
