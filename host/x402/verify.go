@@ -46,7 +46,7 @@ func refuse(reason, payer string, format string, args ...any) *VerifyError {
 
 // ErrContractSignature: the signature is not a plain 65-byte ECDSA
 // signature but an ERC-1271 or ERC-6492 (smart-contract wallet) one, which
-// needs a chain to check and is not supported yet.
+// needs a chain to check: refused by a Verifier without Chain.
 var ErrContractSignature = errors.New("x402: smart-contract wallet signatures (ERC-1271/ERC-6492) are not supported")
 
 // erc6492Magic ends every ERC-6492 wrapped signature.
@@ -67,6 +67,11 @@ type Verifier struct {
 	// MinValidity is how long an authorization must still be valid when it
 	// is verified, to leave time to settle it before validBefore.
 	MinValidity time.Duration
+	// Chain, when set, verifies what needs a chain: contract-wallet
+	// signatures (ERC-1271, ERC-6492) and the payer's balance. Nil:
+	// contract signatures are refused (ReasonContractSignature) and the
+	// balance is left to settlement.
+	Chain OnChain
 	// ClockSkew is the slack allowed beyond now+maxTimeoutSeconds for
 	// validBefore. An authorization valid for much longer than the
 	// requirement asked for is refused: it would pin a nonce-store entry
@@ -99,7 +104,7 @@ type Verified struct {
 	Amount        *big.Int // authorization.value, at least the price
 	Domain        Domain
 	Authorization *TransferAuthorization
-	Signature     []byte // 65 bytes, v = 27 or 28
+	Signature     []byte // 65 bytes (v 27/28 or 0/1) from an EOA; a contract wallet's as sent
 	Requirements  *PaymentRequirements
 	NonceKey      NonceKey
 }
@@ -150,25 +155,14 @@ func (v *Verifier) Verify(ctx context.Context, p *PaymentPayload, req *PaymentRe
 		return nil, refuse(ReasonValidBefore, payer, "authorization valid until %s, beyond maxTimeoutSeconds %d", auth.ValidBefore, req.MaxTimeoutSeconds)
 	}
 
-	sig, err := decodeSignature(p.Payload.Signature)
-	if err != nil {
-		reason := ReasonSignature
-		if errors.Is(err, ErrContractSignature) {
-			reason = ReasonContractSignature
-		}
-		return nil, &VerifyError{Reason: reason, Payer: payer, Err: err}
-	}
 	domain := Domain{Name: extra.Name, Version: extra.Version, ChainID: chainID, VerifyingContract: token}
 	digest := TypedDataHash(domain, auth)
-	signer, err := recoverSigner(digest, sig)
+	sig, err := v.signature(ctx, payer, auth.From, digest, p.Payload.Signature)
 	if err != nil {
-		return nil, refuse(ReasonSignature, payer, "%w", err)
+		return nil, err
 	}
-	if signer != auth.From {
-		// Also what a wrong chain, token, name or version looks like: the
-		// domain is part of the digest, so the signature recovers to an
-		// unrelated address.
-		return nil, refuse(ReasonSignature, payer, "signature is by %s, not by authorization.from", signer.Hex())
+	if err := v.funds(ctx, payer, token, auth.From, auth.Value); err != nil {
+		return nil, err
 	}
 
 	key := NonceKey{ChainID: chainID, Token: token, From: auth.From, Nonce: auth.Nonce}
