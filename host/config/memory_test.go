@@ -34,6 +34,15 @@ index_max_spaces = 50
 		t.Fatalf("set: limit %d, kv %d, idle %v, spaces %d", s.MemoryLimit, s.KVMaxBytes, s.IdleRelease, cfg.Models.IndexMaxSpaces)
 	}
 
+	// Unset, the limit follows the kv budget.
+	cfg, err = Parse([]byte("[server]\nkv_max_bytes = \"64MiB\"\n"), "/x/pipeline.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Server.MemoryLimit != DefaultMemoryBase+64*MiB {
+		t.Fatalf("memory_limit with kv_max_bytes = 64MiB: %d, want %d", cfg.Server.MemoryLimit, DefaultMemoryBase+64*MiB)
+	}
+
 	for _, off := range []string{`"off"`, `"0"`, `0`} {
 		cfg, err = Parse([]byte("[server]\nmemory_limit = "+off+"\n"), "/x/pipeline.toml")
 		if err != nil {
