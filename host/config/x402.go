@@ -36,10 +36,13 @@ type X402 struct {
 	// ResourceBase is the public base URL the challenge's resource.url
 	// starts with ("" : the path alone).
 	ResourceBase string
+	// Chain: rpc_url, settle, settlement_key, erc6492_factories
+	// (x402chain.go).
+	X402Chain
 }
 
 var (
-	x402Keys  = []string{"enabled", "pay_to", "network", "facilitator", "facilitator_address", "max_timeout", "min_amount", "spread_percent", "requests_per_minute", "resource_base"}
+	x402Keys  = []string{"enabled", "pay_to", "network", "facilitator", "facilitator_address", "max_timeout", "min_amount", "spread_percent", "requests_per_minute", "resource_base", "settle", "rpc_url", "settlement_key", "erc6492_factories"}
 	evmAddrRe = regexp.MustCompile(`^0x[0-9a-fA-F]{40}$`)
 )
 
@@ -115,8 +118,9 @@ func (c *checker) x402(tree map[string]any, a Auth) X402 {
 	if s, ok := c.str(t, p, "resource_base"); ok {
 		x.ResourceBase = s
 	}
-	if x.Enabled && (x.PayTo == "" || x.Facilitator == "") {
-		c.errf(p, "enabled = true needs pay_to and facilitator")
+	c.x402Chain(t, p, &x)
+	if x.Enabled && (x.PayTo == "" || (x.Facilitator == "" && x.Settle != SettleChain)) {
+		c.errf(p, `enabled = true needs pay_to, and facilitator unless settle = "chain"`)
 	}
 	if x.Enabled && a.Mode != AuthKeys {
 		c.errf(p, `enabled = true needs [auth] mode = "keys"`)

@@ -56,3 +56,51 @@ requests_per_minute = 30
 		}
 	}
 }
+
+// TestX402Chain: settle = "chain" with rpc_url and a settlement key
+// reference (file: made absolute), factories, and the refusals.
+func TestX402Chain(t *testing.T) {
+	cfg, err := Parse([]byte(`
+[auth]
+mode = "keys"
+
+[x402]
+enabled = true
+pay_to = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C"
+settle = "chain"
+rpc_url = "https://base.example/v2/secret-api-key"
+settlement_key = "file:keys/settle"
+erc6492_factories = ["0x0BA5ED0c6AA8c49038F819E587E2633c4A9F428a"]
+`), "/etc/bardo/pipeline.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := cfg.X402
+	if x.Settle != SettleChain || x.RPCURL != "https://base.example/v2/secret-api-key" || x.SettlementKey != "file:/etc/bardo/keys/settle" ||
+		len(x.ERC6492Factories) != 1 || x.Facilitator != "" {
+		t.Fatalf("%+v", x)
+	}
+	if cfg, _ := Parse([]byte("[auth]\nmode = \"keys\"\n[x402]\n"), "pipeline.toml"); cfg.X402.Settle != SettleFacilitator {
+		t.Fatalf("default settle %q", cfg.X402.Settle)
+	}
+	const keys = "[auth]\nmode = \"keys\"\n[x402]\n"
+	for src, want := range map[string]string{
+		keys + "settle = \"onchain\"\n":                           "x402.settle",
+		keys + "settle = \"chain\"\nrpc_url = \"https://r\"\n":    "needs rpc_url and settlement_key",
+		keys + "settle = \"chain\"\nsettlement_key = \"env:K\"\n": "needs rpc_url and settlement_key",
+		keys + "settlement_key = \"0xabc\"\n":                     "x402.settlement_key",
+		keys + "rpc_url = \"base.example/secret\"\n":              "x402.rpc_url",
+		keys + "erc6492_factories = [\"0x1\"]\n":                  "x402.erc6492_factories[0]",
+		keys + "settle = \"chain\"\nrpc_url = \"https://r\"\nsettlement_key = \"env:K\"\nfacilitator_address = \"0x1234567890123456789012345678901234567890\"\n": "x402.facilitator_address",
+		keys + "enabled = true\npay_to = \"0x209693Bc6afc0C5328bA36FaF03C514EF312287C\"\n":                                                                       "facilitator unless",
+	} {
+		_, err := Parse([]byte(src), "pipeline.toml")
+		var ve *ValidationError
+		if !errors.As(err, &ve) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", src, err, want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "example/secret") || strings.Contains(err.Error(), "0xabc")) {
+			t.Errorf("%q: the error repeats the value: %v", src, err)
+		}
+	}
+}
