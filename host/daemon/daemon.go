@@ -165,6 +165,9 @@ func New(ctx context.Context, path string, opts Options) (_ *Daemon, err error) 
 	if err := d.openResponses(ctx, cfg.Storage); err != nil {
 		return nil, err
 	}
+	if err := d.openTracing(cfg.Telemetry, opts.Getenv); err != nil {
+		return nil, err
+	}
 
 	timeout := opts.Upstream
 	if timeout <= 0 {

@@ -212,7 +212,7 @@ func (g *Gateway) writeResponse(o *Outcome, held *holds, resp *wire.Response) {
 		g.finishError(o, held, &wire.Error{Status: 502, Kind: wire.ErrUpstream, Message: "the upstream's answer could not be expressed in the caller's dialect"})
 		return
 	}
-	held.s.Usage = &resp.Usage
+	held.s.Usage, held.s.resp = &resp.Usage, resp
 	setHeaders(o, x)
 	o.Body = b
 }

@@ -77,13 +77,16 @@ func (g *Gateway) Serve(call *Call) *Outcome {
 	held.o = o
 	defer held.end()
 	held.s.Asked = req.Model
+	held.s.trace = g.Tracer.Start(call.Header, began, rid, d.String(), call.Path, req)
 
 	p, release := g.Pipelines.Acquire()
 	held.p, held.release = p, release
 	adm := &Admission{Dialect: d, Path: call.Path, Header: call.Header, RemoteIP: call.RemoteIP, Model: req.Model, Spends: true}
 	estimate(adm, p, req, call.Body)
 	adm.Direct = directOnly(p, call.Header, req.Model)
+	admitted := held.s.trace.Now()
 	caller, werr := g.admit(context.Background(), adm)
+	held.s.trace.Admission(admitted, werr)
 	held.s.Tenant, held.s.Key, held.tab = caller.Tenant, caller.Key, caller.Tab
 	for _, kv := range caller.Headers {
 		o.set(kv.Key, kv.Value)
@@ -113,6 +116,7 @@ func (g *Gateway) Serve(call *Call) *Outcome {
 	x.Degraded = append(x.Degraded, caller.Degraded...)
 	held.x = x
 	rctx, cancel := context.WithTimeout(context.Background(), g.timeout())
+	rctx = held.s.trace.Context(rctx) // layer calls and attempts are its child spans
 	if held.tab != nil {
 		// A layer's internal completions are charged to this request.
 		rctx = context.WithValue(rctx, tabKey{}, held.tab)
@@ -130,7 +134,9 @@ func (g *Gateway) Serve(call *Call) *Outcome {
 		return o
 	}
 
+	planned := held.s.trace.Now()
 	plan, werr := g.newPlanner(call.Header, p, x)
+	held.s.trace.Route(planned, routeMode(plan), werr)
 	if werr != nil {
 		g.finishError(o, held, werr)
 		return o

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bardoinference/bardo/host/eventlog"
 	"github.com/bardoinference/bardo/host/pipeline"
+	"github.com/bardoinference/bardo/host/telemetry/trace"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -106,8 +107,10 @@ func (g *Gateway) failover(rctx context.Context, p *pipeline.Pipeline, x *pipeli
 				break // half-open and its trial slot is taken: next provider
 			}
 			began := time.Now()
-			out := g.attempt(rctx, p, x, pr, route)
+			actx, span := trace.StartAttempt(rctx, route.Provider, route.Model, try+1)
+			out := g.attempt(actx, p, x, pr, route)
 			took := time.Since(began)
+			attemptSpanEnd(span, &out)
 			res.waited += took
 			g.record(route.Provider, out, took, try > 0)
 			if out.local != nil || out.resp != nil || !out.transient {

@@ -30,6 +30,7 @@ import (
 	"github.com/bardoinference/bardo/host/health"
 	"github.com/bardoinference/bardo/host/pipeline"
 	"github.com/bardoinference/bardo/host/store"
+	"github.com/bardoinference/bardo/host/telemetry/trace"
 	"github.com/bardoinference/bardo/host/upstream"
 	"github.com/bardoinference/bardo/host/x402"
 	"github.com/bardoinference/bardo/sdk/jsonscan"
@@ -90,6 +91,9 @@ type Gateway struct {
 	// Accounts serves a caller's GET /v1/balance, /v1/usage and
 	// /v1/usage/daily (balance.go); nil: those answer 404.
 	Accounts AccountReader
+	// Tracer exports a span per request (host/telemetry/trace, tracing.go);
+	// nil: no tracing, at no cost.
+	Tracer *trace.Tracer
 
 	regime   atomic.Value             // string: the market regime (annotations.go)
 	observer atomic.Pointer[Observer] // settlement observer (settle.go)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bardoinference/bardo/host/eventlog"
 	"github.com/bardoinference/bardo/host/pricing"
+	"github.com/bardoinference/bardo/host/telemetry/trace"
 	"github.com/bardoinference/bardo/sdk/respcache"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
@@ -84,6 +85,9 @@ type Settlement struct {
 	Optimizations pricing.Optimizations
 	// Bill is what the caller's tab showed, once closed (nil: unbilled).
 	Bill *Bill
+
+	trace *trace.Request // the request's span (nil: not traced), ended here
+	resp  *wire.Response // a decoded answer, for the span (id, finish reason)
 }
 
 // Observer is told of every settlement. It runs on the request's goroutine
@@ -123,6 +127,9 @@ func (g *Gateway) settle(s *Settlement) {
 	}
 	if o := g.observer.Load(); o != nil {
 		(*o).Settled(*s)
+	}
+	if s.trace != nil {
+		endTrace(s) // tracing.go
 	}
 	g.inferenceEvents(s)
 }

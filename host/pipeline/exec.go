@@ -86,7 +86,7 @@ func (p *Pipeline) RequestPhase(ctx context.Context, x *Exchange) (*wire.Respons
 	defer encoders.Put(enc)
 	for _, l := range p.request {
 		wire.EncodeLayerRequest(enc, &x.Meta, x.Req, l.Desc.Reads)
-		out, err := l.Plugin.Call(ctx, plugin.OpOnRequest, enc.Bytes(), x.info())
+		out, err := x.call(ctx, l, plugin.OpOnRequest, enc.Bytes())
 		if err != nil {
 			if e := p.layerFailed(x, l, "request", err); e != nil {
 				return nil, e
@@ -182,7 +182,7 @@ func (p *Pipeline) FallbackPhase(ctx context.Context, x *Exchange) *wire.Respons
 	defer encoders.Put(enc)
 	for _, l := range p.fallback {
 		wire.EncodeLayerRequest(enc, &x.Meta, x.Req, l.Desc.Reads)
-		out, err := l.Plugin.Call(ctx, plugin.OpOnFallback, enc.Bytes(), x.info())
+		out, err := x.call(ctx, l, plugin.OpOnFallback, enc.Bytes())
 		var res wire.LayerResult
 		if err == nil {
 			err = res.Decode(out)
@@ -225,7 +225,7 @@ func (p *Pipeline) ResponsePhase(ctx context.Context, x *Exchange, resp *wire.Re
 	for _, l := range p.response {
 		in := wire.LayerResponse{Meta: x.Meta, Response: *resp}
 		in.Encode(enc)
-		out, err := l.Plugin.Call(ctx, plugin.OpOnResponse, enc.Bytes(), x.info())
+		out, err := x.call(ctx, l, plugin.OpOnResponse, enc.Bytes())
 		var res wire.LayerResponseResult
 		if err == nil {
 			err = res.Decode(out)
@@ -265,7 +265,7 @@ func (p *Pipeline) StreamPhase(ctx context.Context, x *Exchange, events []wire.E
 	for i, l := range p.stream {
 		in := wire.LayerStream{Meta: x.Meta, Events: events, State: x.streamState[i], Final: final}
 		in.Encode(enc)
-		out, err := l.Plugin.Call(ctx, plugin.OpOnStream, enc.Bytes(), x.info())
+		out, err := x.call(ctx, l, plugin.OpOnStream, enc.Bytes())
 		var res wire.LayerStreamResult
 		if err == nil {
 			err = res.Decode(out)

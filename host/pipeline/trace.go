@@ -1,0 +1,53 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+
+	"github.com/bardoinference/bardo/host/sandbox"
+	"github.com/bardoinference/bardo/host/telemetry/trace"
+	"github.com/bardoinference/bardo/sdk/plugin"
+)
+
+// call runs one export of layer l: every layer call of every phase passes
+// here, so a traced request (host/telemetry/trace; its span rides ctx) gets
+// one child span per call. Untraced, it is the plugin call alone.
+func (x *Exchange) call(ctx context.Context, l *Layer, op plugin.Op, in []byte) ([]byte, error) {
+	ctx, sp := trace.StartLayer(ctx, l.Spec.Name, opName(op))
+	out, err := l.Plugin.Call(ctx, op, in, x.info())
+	sp.EndLayer(callFailure(err))
+	return out, err
+}
+
+// opName is a layer export's name (the ABI's on_* functions).
+func opName(op plugin.Op) string {
+	switch op {
+	case plugin.OpOnRequest:
+		return "on_request"
+	case plugin.OpOnResponse:
+		return "on_response"
+	case plugin.OpOnStream:
+		return "on_stream"
+	case plugin.OpOnFallback:
+		return "on_fallback"
+	}
+	return "other"
+}
+
+// callFailure names what went wrong with a plugin call, for its span; the
+// plugin's own message stays in the log.
+func callFailure(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, sandbox.ErrTimeout):
+		return "timeout"
+	case errors.Is(err, sandbox.ErrTrap):
+		return "trap"
+	case errors.Is(err, sandbox.ErrPoolWait):
+		return "pool_wait"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	return "error"
+}
