@@ -12,9 +12,9 @@ type Kind uint8
 // Credential kinds, in the spec's detection order.
 const (
 	KindNone       Kind = iota
-	KindX402            // an x402 payment header (next issue)
+	KindX402            // an x402 payment header (X402Scheme)
 	KindKey             // a bardo_sk_ API key
-	KindPrivy           // a Privy JWT (next issue)
+	KindPrivy           // a Privy access token (PrivyScheme)
 	KindDelegation      // an EIP-712 delegation (next issue)
 )
 
@@ -77,8 +77,9 @@ type Scheme interface {
 }
 
 // Schemes is the spec's detection order: x402 payment header, bardo_sk_
-// key, Privy, EIP-712 delegation. Only the key is implemented; the other
-// three are seams that answer ErrNotThisKind until their issue lands.
+// key, Privy, EIP-712 delegation. Only the key is active here; x402 and
+// Privy are seams answering ErrNotThisKind that WithX402 and WithPrivy
+// replace when the gateway takes them, and delegation is a seam.
 var Schemes = []Scheme{seam(KindX402), KeyScheme{}, seam(KindPrivy), seam(KindDelegation)}
 
 // WithX402 is the detection order of a gateway that accepts x402
