@@ -19,7 +19,7 @@ BUNDLE_LAYERS := $(patsubst %/main.go,%,$(wildcard plugins/layers/*/main.go))
 BUNDLE_PKGS   := $(BUNDLE_LAYERS) $(patsubst %/main.go,%,$(wildcard plugins/providers/*/main.go))
 GO_SOURCES  := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null) go.mod go.sum sdk/go.mod
 
-.PHONY: all run build plugins models test test-go test-node sdk-test-deps agent-test-deps paywall-test-deps chain-test-deps test-plugins fuzz bench lint clean deps
+.PHONY: all run build plugins models test test-go test-node sdk-test-deps agent-test-deps paywall-test-deps chain-test-deps otelcol-test-deps test-plugins fuzz bench lint clean deps
 
 all: build plugins models
 
@@ -81,7 +81,13 @@ paywall-test-deps:
 chain-test-deps:
 	bash scripts/chain-deps.sh
 
-test-go: sdk-test-deps agent-test-deps paywall-test-deps chain-test-deps
+# The OpenTelemetry Collector host/telemetry/trace's e2e test exports to
+# (tools/otelcol: core OTLP receiver + contrib file exporter, pinned by its
+# go.sum), built niced into build/otelcol once; ~2 min cold, nothing after.
+otelcol-test-deps:
+	bash scripts/otelcol.sh
+
+test-go: sdk-test-deps agent-test-deps paywall-test-deps chain-test-deps otelcol-test-deps
 	$(GO) test -count=1 ./...
 	cd sdk && $(GO) test -count=1 ./...
 
