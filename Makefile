@@ -38,7 +38,11 @@ models: deps $(BIN)
 $(BIN): $(GO_SOURCES)
 	$(GO) build -trimpath -o $@ ./cmd/bardo
 
-build: $(BIN)
+build: $(BIN) $(BUILD)/bardo-inference
+
+# The local x402 paying proxy for terminal tools (cmd/bardo-inference).
+$(BUILD)/bardo-inference: $(GO_SOURCES)
+	$(GO) build -trimpath -o $@ ./cmd/bardo-inference
 
 # go build is incremental through its cache, so rebuilding every plugin is cheap.
 plugins:
