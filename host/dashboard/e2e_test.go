@@ -135,10 +135,9 @@ func (e *env) admin(t testing.TB, method, path, body string, out any) {
 	}
 }
 
-// call sends one inference request with the caller's key and returns the
-// answer's headers.
-func (e *env) call(t testing.TB, path, body string) http.Header {
-	t.Helper()
+// do sends one inference request with the caller's key and returns the
+// answer's headers; an answer other than 200 is an error.
+func (e *env) do(path, body string) (http.Header, error) {
 	req, _ := http.NewRequest("POST", e.g.URL+path, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+e.key)
@@ -147,14 +146,24 @@ func (e *env) call(t testing.TB, path, body string) http.Header {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("POST %s: %d %v: %s", path, resp.StatusCode, err, b)
+		return nil, fmt.Errorf("POST %s: %d %v: %s", path, resp.StatusCode, err, b)
 	}
-	return resp.Header
+	return resp.Header, nil
+}
+
+// call is do on the test's goroutine, failing the test on an error.
+func (e *env) call(t testing.TB, path, body string) http.Header {
+	t.Helper()
+	h, err := e.do(path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 func chat(text string, stream bool) string {

@@ -5,7 +5,7 @@
 'use strict';
 (function () {
   const LIVE_EVERY = 2000;      // ms between live snapshots
-  const SLOW_EVERY = 30000;     // history and accounts
+  const SLOW_EVERY = 10000;     // history and accounts
   const MAX_POINTS = 300;       // live chart points (10 minutes at 2 s)
   const MAX_FEED = 200;         // feed entries kept in the page
   const TIMEOUT = 8000;         // a fetch's own deadline
