@@ -19,7 +19,7 @@ BUNDLE_LAYERS := $(patsubst %/main.go,%,$(wildcard plugins/layers/*/main.go))
 BUNDLE_PKGS   := $(BUNDLE_LAYERS) $(patsubst %/main.go,%,$(wildcard plugins/providers/*/main.go))
 GO_SOURCES  := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null) go.mod go.sum sdk/go.mod
 
-.PHONY: all run build plugins models test test-go test-node sdk-test-deps agent-test-deps paywall-test-deps chain-test-deps otelcol-test-deps test-plugins fuzz bench lint clean deps
+.PHONY: all run build plugins models test test-go test-node sdk-test-deps agent-test-deps paywall-test-deps chain-test-deps otelcol-test-deps dashboard-test-deps test-plugins fuzz bench lint clean deps
 
 all: build plugins models
 
@@ -91,7 +91,12 @@ chain-test-deps:
 otelcol-test-deps:
 	bash scripts/otelcol.sh
 
-test-go: sdk-test-deps agent-test-deps paywall-test-deps chain-test-deps otelcol-test-deps
+# Debian's chromium for host/dashboard's browser tests (apt-get, when
+# absent), and the vendored uPlot checked against its pinned SHA-256.
+dashboard-test-deps:
+	bash scripts/dashboard-deps.sh
+
+test-go: sdk-test-deps agent-test-deps paywall-test-deps chain-test-deps otelcol-test-deps dashboard-test-deps
 	$(GO) test -count=1 ./...
 	cd sdk && $(GO) test -count=1 ./...
 
