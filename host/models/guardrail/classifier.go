@@ -186,18 +186,15 @@ func (c *Classifier) Classify(ctx context.Context, texts []string) ([][]float32,
 func (c *Classifier) Explain(ctx context.Context, texts []string) ([]Result, error) {
 	res := make([]Result, len(texts))
 	rows := make([]termRow, len(texts))
-	vocabulary := make([]bool, len(texts))
+	layouts := make([]layout, len(texts))
 	for i, t := range texts {
 		if !c.modelOnly {
 			rr := ScoreRules(t)
 			res[i].Rules, res[i].Hits = rr.Score, rr.Hits
 			// The model sees the prose: code, config and log lines make
-			// a bag-of-words model cry injection (context.go). In a text
-			// that is mostly code the attack vocabulary does not let the
-			// model count: code and configs say "ignore" and "override"
-			// all the time.
+			// a bag-of-words model cry injection (context.go).
+			layouts[i] = rr.layout
 			t = rr.layout.view
-			vocabulary[i] = !rr.layout.code && attackVocabulary.MatchString(t)
 			if len(rr.Decoded) > 0 {
 				// Hidden text is scored as if it were visible.
 				t = t + "\n" + strings.Join(rr.Decoded, "\n")
@@ -213,10 +210,16 @@ func (c *Classifier) Explain(ctx context.Context, texts []string) ([]Result, err
 		r := &res[i]
 		r.Model = scores[i]
 		r.Score, r.By = r.Model, "model"
-		if !c.modelOnly && !corroborated(r.Hits, vocabulary[i]) {
-			// Alone, the model is a weak signal: agents' instructions,
-			// docs and code comments score 0.8–0.99 (README.md).
-			r.Score = min(r.Model, modelAloneCap)
+		// Alone, the model is a weak signal: agents' instructions, docs
+		// and code comments score 0.8–0.99 (README.md). In a text that is
+		// mostly code the attack vocabulary does not let the model count:
+		// code and configs say "ignore" and "override" all the time. The
+		// vocabulary is only looked for when the cap would change the
+		// score.
+		if !c.modelOnly && r.Model > modelAloneCap && !corroborated(r.Hits, func() bool {
+			return !layouts[i].code && usesAttackVocabulary(layouts[i].view)
+		}) {
+			r.Score = modelAloneCap
 		}
 		if r.Rules > r.Score {
 			r.Score, r.By = r.Rules, "rules"

@@ -221,3 +221,41 @@ func BenchmarkRules(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkClassifyAgentTurn is the injection layer's usual work on agent
+// traffic: one short new user turn of a conversation whose earlier texts
+// are scored already (the layer's live workload), classified whole and by
+// stage.
+func BenchmarkClassifyAgentTurn(b *testing.B) {
+	c := sharedClassifier(b)
+	turn := "Go ahead, and summarize the risk in two sentences at the end. (request 123 at 1795764000123456789)"
+	ctx := context.Background()
+	b.Run("classify", func(b *testing.B) {
+		var lat []time.Duration
+		for b.Loop() {
+			t0 := time.Now()
+			if _, err := c.Classify(ctx, []string{turn}); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		reportPercentiles(b, lat)
+	})
+	b.Run("rules", func(b *testing.B) {
+		for b.Loop() {
+			ScoreRules(turn)
+		}
+	})
+	b.Run("terms", func(b *testing.B) {
+		for b.Loop() {
+			c.vec.Terms(turn)
+		}
+	})
+	b.Run("model", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := c.ModelScores(ctx, []string{turn}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

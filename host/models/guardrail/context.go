@@ -281,12 +281,21 @@ var attackVocabulary = regexp.MustCompile(`(?i)\b(?:(?:your|ur)[ \t]+(?:instruct
 	`|regardless of|pretend|unfiltered|uncensored|unrestricted|jailbroken|verbatim|word for word|respond only|reply only|only respond|only reply|nothing else` +
 	`|pay no attention|don'?t apply|do not apply|new persona|roleplay|role-play|in character|disregard|system message|no rules|no restrictions|no limits)\b`)
 
+// vocabularyFilter is attackVocabulary's prefilter (prefilter.go).
+var vocabularyFilter filter
+
+// usesAttackVocabulary reports whether prose uses the attack vocabulary.
+func usesAttackVocabulary(prose string) bool {
+	return vocabularyFilter.pass(scanText(prose)) && attackVocabulary.MatchString(prose)
+}
+
 // corroborated reports whether the model's score may count in full: the
 // rules that fired outside quotation marks reach corroborationFloor (one
 // weak rule such as "send … to <e-mail>", which users and documents say
 // legitimately, is not enough), or the prose uses the attack vocabulary
 // and is not a discussion quoting an attack (a quoted hit).
-func corroborated(hits []Hit, vocabulary bool) bool {
+// The vocabulary is asked for last: it costs a scan of the prose.
+func corroborated(hits []Hit, vocabulary func() bool) bool {
 	quotedHit := false
 	keep := float32(1)
 	for _, h := range hits {
@@ -296,7 +305,7 @@ func corroborated(hits []Hit, vocabulary bool) bool {
 		}
 		keep *= 1 - h.Score
 	}
-	return 1-keep >= corroborationFloor || vocabulary && !quotedHit
+	return 1-keep >= corroborationFloor || !quotedHit && vocabulary()
 }
 
 // corroborationFloor is the unquoted rule score at which the model's score

@@ -90,6 +90,23 @@ type mlCompiled struct {
 	*mlRule
 	groups []mlGroup
 	script scriptClass
+	// filter: a word matching a key is a substring of the lowercased
+	// text, so each group needs one of its keys in the folded text (see
+	// prefilter.go).
+	filter filter
+}
+
+// compileFilter sets r.filter; every key is a clause's literal.
+func (r *mlCompiled) compileFilter() {
+	var clauses [][]string
+	for _, g := range r.groups {
+		var c []string
+		for _, k := range g.keys {
+			c = append(c, foldString(k.k))
+		}
+		clauses = append(clauses, c)
+	}
+	r.filter = literals.filterOf(clauses)
 }
 
 var mlCompiledRules = func() []mlCompiled {
@@ -168,8 +185,19 @@ func (g *mlGroup) matches(words []string, i int, cjk bool) bool {
 func isArabic(w string) bool { return firstScript(w) == scArabic }
 
 // scoreMultilingual appends the multilingual rules that fire on text and
-// are not in fired yet.
-func scoreMultilingual(text string, fired map[string]bool, hits []Hit) []Hit {
+// are not in fired yet; fd is scanText(text).
+func scoreMultilingual(text string, fd found, fired map[string]bool, hits []Hit) []Hit {
+	// Most texts have no rule's keywords: then they need no words.
+	candidate := false
+	for i := range mlCompiledRules {
+		if r := &mlCompiledRules[i]; !fired[r.name] && r.filter.pass(fd) {
+			candidate = true
+			break
+		}
+	}
+	if !candidate {
+		return hits
+	}
 	words := Words(text)
 	cjk := make([]bool, len(words))
 	var scripts uint32
@@ -179,7 +207,7 @@ func scoreMultilingual(text string, fired map[string]bool, hits []Hit) []Hit {
 	}
 	for i := range mlCompiledRules {
 		r := &mlCompiledRules[i]
-		if fired[r.name] || scripts&(1<<r.script) == 0 {
+		if fired[r.name] || scripts&(1<<r.script) == 0 || !r.filter.pass(fd) {
 			continue
 		}
 		if m, ok := r.mlMatch(words, cjk); ok {

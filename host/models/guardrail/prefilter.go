@@ -2,71 +2,276 @@ package guardrail
 
 import (
 	"regexp/syntax"
+	"slices"
 	"strings"
 	"unicode"
 )
 
-// Go's regexp runs an NFA whose cost grows with the pattern, and the rule
-// patterns are large (bounded gaps like {0,4} expand into copies), so
-// running every rule on every text costs ~0.3 ms. Most texts contain none of
-// the words a rule needs, though. needles computes, from a pattern's syntax
-// tree, a set of literals of which every match must contain at least one;
-// a rule is only run when the folded text contains one of them. This is a
-// necessary condition derived mechanically, so it never changes a result
-// (rules_test.go checks that on every labelled text and by fuzzing).
+// Go's regexp runs an NFA or a backtracker whose cost grows with the
+// pattern and the text, and the rule patterns are large (bounded gaps like
+// {0,4} expand into copies), so running every rule on every text costs
+// ~0.3 ms. Most texts contain few of the words a rule needs, though.
+//
+// A prefilter is a necessary condition derived mechanically from a
+// pattern's syntax tree: a conjunction of clauses, each a set of literals of
+// which every match must contain at least one ("ignore" or "disregard" …,
+// and "instructions" or "prompts" …). A text is lowercased once and scanned
+// once for every literal of every prefilter (an Aho–Corasick automaton), and
+// a pattern runs only when each of its clauses has a literal in the text.
+// The condition is necessary, so it never changes a result (rules_test.go
+// checks that on every labelled text and by fuzzing, golden_test.go pins
+// every result).
 
-// needles returns literals (lowercased) at least one of which occurs in
-// every match of re, or nil if no such set was found.
-func needles(re *syntax.Regexp) []string {
+// clause is a set of literal ids, one of which must occur.
+type clause []int32
+
+// filter is a conjunction of clauses; an empty filter always passes.
+type filter []clause
+
+// found is the set of literal ids a scan saw in a text.
+type found []uint64
+
+func (f found) has(id int32) bool { return f[id>>6]&(1<<(id&63)) != 0 }
+
+// pass reports whether every clause has a literal in fd.
+func (f filter) pass(fd found) bool {
+next:
+	for _, c := range f {
+		for _, id := range c {
+			if fd.has(id) {
+				continue next
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// literalTable collects the prefilters' literals while the rules compile;
+// build then makes the automaton that finds them all in one pass.
+type literalTable struct {
+	ids  map[string]int32
+	list []string
+	ac   *automaton
+}
+
+var literals = &literalTable{ids: map[string]int32{}}
+
+func (t *literalTable) id(s string) int32 {
+	if id, ok := t.ids[s]; ok {
+		return id
+	}
+	if t.ac != nil {
+		panic("guardrail: literal added after the automaton was built")
+	}
+	id := int32(len(t.list))
+	t.ids[s] = id
+	t.list = append(t.list, s)
+	return id
+}
+
+// filterOf turns clauses of literals into a filter, dropping clauses that
+// cannot select (a literal shorter than two bytes occurs almost anywhere).
+func (t *literalTable) filterOf(clauses [][]string) filter {
+	var f filter
+	for _, c := range clauses {
+		if minLen(c) < 2 {
+			continue
+		}
+		var ids clause
+		for i, s := range c {
+			// "ais" adds nothing to a clause that has "ai".
+			if slices.ContainsFunc(c, func(o string) bool { return o != s && strings.Contains(s, o) }) ||
+				slices.Index(c, s) < i {
+				continue
+			}
+			ids = append(ids, t.id(s))
+		}
+		f = append(f, ids)
+	}
+	return f
+}
+
+// scan returns the literals that occur in folded (a foldString result).
+func (t *literalTable) scan(folded string) found {
+	fd := make(found, (len(t.list)+63)/64)
+	t.ac.scan(folded, fd)
+	return fd
+}
+
+// scanText folds text and scans it.
+func scanText(text string) found { return literals.scan(foldString(text)) }
+
+// patternFilter is the prefilter of an RE2 pattern (Perl syntax).
+func patternFilter(pattern string) filter {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return nil // regexp.MustCompile reports the error
+	}
+	return literals.filterOf(require(re))
+}
+
+// require returns clauses of lowercased literals such that every match of
+// re contains a literal of each clause.
+func require(re *syntax.Regexp) [][]string {
+	if set, ok := exact(re); ok {
+		if slices.Contains(set, "") {
+			return nil
+		}
+		return [][]string{set}
+	}
 	switch re.Op {
-	case syntax.OpLiteral:
-		// Lowercased whether or not the literal is case-insensitive: the
-		// text is lowercased too, so the condition stays necessary.
-		return []string{foldString(string(re.Rune))}
-	case syntax.OpCapture:
-		return needles(re.Sub[0])
-	case syntax.OpPlus:
-		return needles(re.Sub[0])
+	case syntax.OpCapture, syntax.OpPlus:
+		return require(re.Sub[0])
 	case syntax.OpRepeat:
 		if re.Min >= 1 {
-			return needles(re.Sub[0])
+			return require(re.Sub[0])
 		}
 		return nil
 	case syntax.OpConcat:
-		// Every part is required: use the most selective part that has
-		// needles (longest shortest needle, then fewest needles).
-		var best []string
-		for _, sub := range re.Sub {
-			n := needles(sub)
-			if n != nil && better(n, best) {
-				best = n
+		// Every part is required. Consecutive parts that match a few
+		// strings each are crossed into one clause: the parser factors
+		// "summari[sz]ing|summari[sz]es" into pieces that alone say little.
+		var all [][]string
+		run := []string{""}
+		flush := func() {
+			if !slices.Contains(run, "") {
+				all = append(all, run)
 			}
+			run = []string{""}
 		}
-		return best
-	case syntax.OpAlternate:
-		// Any branch may match: every branch needs needles.
-		var all []string
 		for _, sub := range re.Sub {
-			n := needles(sub)
-			if n == nil {
+			set, ok := exact(sub)
+			if ok && len(run)*len(set) > maxExact {
+				flush()
+			}
+			if ok {
+				run = cross(run, set)
+				continue
+			}
+			flush()
+			all = append(all, require(sub)...)
+		}
+		flush()
+		return all
+	case syntax.OpAlternate:
+		// Any branch may match: one clause of each branch (its most
+		// selective) goes into a clause of the alternation.
+		var c []string
+		for _, sub := range re.Sub {
+			best := bestClause(require(sub))
+			if best == nil {
 				return nil
 			}
-			all = append(all, n...)
+			c = append(c, best...)
 		}
-		return all
+		return [][]string{c}
 	}
 	return nil
 }
 
-func better(a, b []string) bool {
-	if b == nil {
-		return true
+// maxExact bounds the strings exact enumerates.
+const maxExact = 64
+
+// exact returns the lowercased strings re matches, when they are few (an
+// empty-width assertion matches ""), or false.
+func exact(re *syntax.Regexp) ([]string, bool) {
+	switch re.Op {
+	case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText,
+		syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		return []string{""}, true
+	case syntax.OpLiteral:
+		// Lowercased whether or not the literal is case-insensitive: the
+		// text is lowercased too, so the condition stays necessary.
+		s := string(re.Rune)
+		if !foldsToOne(s) {
+			return nil, false
+		}
+		return []string{foldString(s)}, true
+	case syntax.OpCharClass:
+		var set []string
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			if re.Rune[i+1]-re.Rune[i] > 8 {
+				return nil, false
+			}
+			for r := re.Rune[i]; r <= re.Rune[i+1]; r++ {
+				s := string(r)
+				if !foldsToOne(s) {
+					return nil, false
+				}
+				if s = foldString(s); !slices.Contains(set, s) {
+					set = append(set, s)
+				}
+			}
+			if len(set) > 8 {
+				return nil, false
+			}
+		}
+		return set, len(set) > 0
+	case syntax.OpCapture:
+		return exact(re.Sub[0])
+	case syntax.OpQuest:
+		set, ok := exact(re.Sub[0])
+		if !ok || slices.Contains(set, "") {
+			return set, ok
+		}
+		return append(set, ""), true
+	case syntax.OpAlternate:
+		var set []string
+		for _, sub := range re.Sub {
+			s, ok := exact(sub)
+			if !ok || len(set)+len(s) > maxExact {
+				return nil, false
+			}
+			for _, x := range s {
+				if !slices.Contains(set, x) {
+					set = append(set, x)
+				}
+			}
+		}
+		return set, true
+	case syntax.OpConcat:
+		set := []string{""}
+		for _, sub := range re.Sub {
+			s, ok := exact(sub)
+			if !ok || len(set)*len(s) > maxExact {
+				return nil, false
+			}
+			set = cross(set, s)
+		}
+		return set, true
 	}
-	ma, mb := minLen(a), minLen(b)
-	if ma != mb {
-		return ma > mb
+	return nil, false
+}
+
+// cross returns every a+b.
+func cross(as, bs []string) []string {
+	out := make([]string, 0, len(as)*len(bs))
+	for _, a := range as {
+		for _, b := range bs {
+			if s := a + b; !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
 	}
-	return len(a) < len(b)
+	return out
+}
+
+// bestClause picks the most selective clause: the longest shortest
+// literal, then the fewest literals.
+func bestClause(cs [][]string) []string {
+	var best []string
+	for _, c := range cs {
+		if best == nil {
+			best = c
+			continue
+		}
+		mc, mb := minLen(c), minLen(best)
+		if mc > mb || mc == mb && len(c) < len(best) {
+			best = c
+		}
+	}
+	return best
 }
 
 func minLen(ns []string) int {
@@ -77,6 +282,21 @@ func minLen(ns []string) int {
 		}
 	}
 	return m
+}
+
+// foldsToOne reports whether every character that (?i) matches for a rune
+// of s folds, by foldString, to the same string as that rune: then a
+// case-insensitive match in a text is a plain match in the folded text.
+func foldsToOne(s string) bool {
+	for _, r := range s {
+		want := foldString(string(r))
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			if foldString(string(f)) != want {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // foldString maps text so that any case-insensitive match of an ASCII
@@ -97,32 +317,81 @@ func foldString(s string) string {
 	return s
 }
 
-// compileNeedles returns the rule's needles, dropping the prefilter (nil)
-// when a needle is too short to be selective.
-func compileNeedles(pattern string) []string {
-	re, err := syntax.Parse(pattern, syntax.Perl)
-	if err != nil {
-		return nil // regexp.MustCompile reports the error
-	}
-	ns := needles(re)
-	if minLen(ns) < 2 {
-		return nil
-	}
-	return ns
+// automaton is an Aho–Corasick automaton over bytes, as a full transition
+// table on the byte classes the literals use: scanning costs one table
+// lookup per byte of text, whatever the number of literals.
+type automaton struct {
+	class  [256]uint8 // byte → class; 0 is every byte no literal has
+	width  int        // number of classes
+	next   []int32    // state*width + class → state
+	output [][]int32  // state → ids of the literals that end there
 }
 
-// mayMatch reports whether folded (the text after foldString) contains one
-// of the needles; no needles means the rule always runs.
-func mayMatch(folded string, ns []string) bool {
-	if ns == nil {
-		return true
-	}
-	for _, n := range ns {
-		if strings.Contains(folded, n) {
-			return true
+func newAutomaton(lits []string) *automaton {
+	a := &automaton{width: 1}
+	for _, l := range lits {
+		for i := 0; i < len(l); i++ {
+			if a.class[l[i]] == 0 {
+				a.class[l[i]] = uint8(a.width)
+				a.width++
+			}
 		}
 	}
-	return false
+	if a.width > 256 {
+		panic("guardrail: too many byte classes")
+	}
+	// The trie; 0 in next means no edge (state 0, the root, is never a
+	// child).
+	a.next = make([]int32, a.width)
+	a.output = [][]int32{nil}
+	for id, l := range lits {
+		s := int32(0)
+		for i := 0; i < len(l); i++ {
+			k := int(s)*a.width + int(a.class[l[i]])
+			if a.next[k] == 0 {
+				a.next[k] = int32(len(a.output))
+				a.next = append(a.next, make([]int32, a.width)...)
+				a.output = append(a.output, nil)
+			}
+			s = a.next[k]
+		}
+		a.output[s] = append(a.output[s], int32(id))
+	}
+	// Breadth first: a missing edge goes where the longest proper suffix's
+	// edge goes, and a state outputs its suffix's literals too.
+	fail := make([]int32, len(a.output))
+	queue := []int32{}
+	for c := 0; c < a.width; c++ {
+		if t := a.next[c]; t != 0 {
+			queue = append(queue, t)
+		}
+	}
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		a.output[s] = append(a.output[s], a.output[fail[s]]...)
+		for c := 0; c < a.width; c++ {
+			k := int(s)*a.width + c
+			if t := a.next[k]; t != 0 {
+				fail[t] = a.next[int(fail[s])*a.width+c]
+				queue = append(queue, t)
+			} else {
+				a.next[k] = a.next[int(fail[s])*a.width+c]
+			}
+		}
+	}
+	return a
+}
+
+// scan adds to fd the literals that occur in s.
+func (a *automaton) scan(s string, fd found) {
+	st := int32(0)
+	for i := 0; i < len(s); i++ {
+		st = a.next[int(st)*a.width+int(a.class[s[i]])]
+		for _, id := range a.output[st] {
+			fd[id>>6] |= 1 << (id & 63)
+		}
+	}
 }
 
 // splitAlternatives splits a pattern at its top-level "|" (outside groups

@@ -38,8 +38,8 @@ type Rule struct {
 // rulePart is one top-level alternative of a rule's pattern.
 type rulePart struct {
 	re *regexp.Regexp
-	// needles gate the regexp (see prefilter.go); nil means always run.
-	needles []string
+	// filter gates the regexp (see prefilter.go).
+	filter filter
 }
 
 // The rule table. Scores were set by judgement of how often legitimate text
@@ -264,9 +264,14 @@ func init() {
 		r.re = regexp.MustCompile(`(?i)` + r.Pattern)
 		for _, alt := range splitAlternatives(r.Pattern) {
 			p := `(?i)` + alt
-			r.parts = append(r.parts, rulePart{re: regexp.MustCompile(p), needles: compileNeedles(p)})
+			r.parts = append(r.parts, rulePart{re: regexp.MustCompile(p), filter: patternFilter(p)})
 		}
 	}
+	vocabularyFilter = patternFilter(attackVocabulary.String())
+	for i := range mlCompiledRules {
+		mlCompiledRules[i].compileFilter()
+	}
+	literals.ac = newAutomaton(literals.list)
 }
 
 // Rules returns the rule table (copies; the compiled patterns stay private).
@@ -278,16 +283,20 @@ func Rules() []Rule {
 	return out
 }
 
-// match reports whether r fires on text, with the matched snippet; folded
-// is foldString(text), for the prefilter. It is equivalent to matching the
+// match reports whether r fires on text, with the matched snippet; fd is
+// scanText(text), for the prefilters. It is equivalent to matching the
 // whole pattern (r.re), part by part.
-func (r *Rule) match(text, folded string) (start, end int, ok bool) {
-	if r.also != nil && !r.also.MatchString(text) {
-		return 0, 0, false
-	}
+func (r *Rule) match(text string, fd found) (start, end int, ok bool) {
+	also := r.also == nil
 	for _, p := range r.parts {
-		if !mayMatch(folded, p.needles) {
+		if !p.filter.pass(fd) {
 			continue
+		}
+		if !also {
+			if !r.also.MatchString(text) {
+				return 0, 0, false
+			}
+			also = true
 		}
 		if !r.negatable {
 			if loc := p.re.FindStringIndex(text); loc != nil {
@@ -360,14 +369,13 @@ func ScoreRules(text string) RuleResult {
 	res.layout = proseView(text)
 	fired := make(map[string]bool)
 	discussing := -1 // unknown until a rule fires
-	scan := func(view, s string) bool {
+	scan := func(view, s string, fd found) bool {
 		any := false
-		folded := foldString(s)
 		for _, r := range rules {
 			if fired[r.Name] {
 				continue
 			}
-			if st, en, ok := r.match(s, folded); ok {
+			if st, en, ok := r.match(s, fd); ok {
 				fired[r.Name] = true
 				any = true
 				h := Hit{Rule: r.Name, Score: r.Score, View: view, Match: truncate(s[st:en], 80)}
@@ -376,7 +384,7 @@ func ScoreRules(text string) RuleResult {
 				} else if view == "" && quoted(s, st, en) {
 					if discussing < 0 {
 						discussing = 0
-						if discussesAttacks(folded) {
+						if discussesAttacks(foldString(s)) {
 							discussing = 1
 						}
 					}
@@ -389,28 +397,29 @@ func ScoreRules(text string) RuleResult {
 		}
 		return any
 	}
-	scan("", text)
-	res.Hits = scoreMultilingual(text, fired, res.Hits)
+	fd := scanText(text)
+	scan("", text, fd)
+	res.Hits = scoreMultilingual(text, fd, fired, res.Hits)
 
 	if hidden, ok := decodeTags(text); ok {
 		res.Decoded = append(res.Decoded, hidden)
 		res.Hits = append(res.Hits, Hit{Rule: "unicode-tag-smuggling", Score: scoreTagSmuggling, View: "unicode-tags", Match: truncate(hidden, 80)})
-		scan("unicode-tags", hidden)
+		scan("unicode-tags", hidden, scanText(hidden))
 	}
 	payloads := decodeBase64Payloads(text)
 	for _, p := range payloads {
 		res.Decoded = append(res.Decoded, p)
-		scan("base64", p)
+		scan("base64", p, scanText(p))
 	}
 	if len(payloads) > 0 {
 		res.Hits = append(res.Hits, Hit{Rule: "encoded-payload", Score: scoreEncodedPayload, View: "base64", Match: truncate(payloads[0], 80)})
 	}
 	if looksROT13(text) {
-		if r := rot13(text); scan("rot13", r) {
+		if r := rot13(text); scan("rot13", r, scanText(r)) {
 			res.Decoded = append(res.Decoded, r)
 		}
 	}
-	if l, ok := unleet(text); ok && scan("leet", l) {
+	if l, ok := unleet(text); ok && scan("leet", l, scanText(l)) {
 		res.Decoded = append(res.Decoded, l)
 	}
 

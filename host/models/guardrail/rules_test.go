@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 func firedRules(rr RuleResult) []string {
@@ -171,9 +172,9 @@ func matchWhole(r *Rule, text string) bool {
 func checkPrefilter(t *testing.T, text string) {
 	t.Helper()
 	for _, view := range []string{text, rot13(text)} {
-		folded := foldString(view)
+		fd := scanText(view)
 		for _, r := range rules {
-			_, _, got := r.match(view, folded)
+			_, _, got := r.match(view, fd)
 			if want := matchWhole(r, view); got != want {
 				t.Fatalf("rule %s on %q: split+prefiltered %v, whole pattern %v", r.Name, view, got, want)
 			}
@@ -206,4 +207,107 @@ func FuzzPrefilterIsExact(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) { checkPrefilter(t, s) })
+}
+
+// TestBase64RunsMatchesRegexp checks the scanner against the pattern it
+// replaces, on texts full of runs, '=' and edges.
+func TestBase64RunsMatchesRegexp(t *testing.T) {
+	texts := []string{"", "=", "aGVsbG8gd29ybGQgaG93IGFyZSB5b3U=", "aGVsbG8gd29ybGQgaG93IGFyZSB5b3U===x", "x aaaaaaaaaaaaaaa bbbbbbbbbbbbbbbb== cccccccccccccccc=dddddddddddddddd",
+		"é0123456789abcdefé", "0123456789abcdef0123456789abcdef\xff/+_-AAAAAAAAAAAAAAA=", strings.Repeat("ab", 200)}
+	for _, e := range loadSetFile(t, "set.jsonl") {
+		texts = append(texts, e.Text)
+	}
+	for i := range 2000 {
+		var b strings.Builder
+		for j := range 40 + i%60 {
+			b.WriteString([]string{"a", "Z", "9", "=", " ", "+", "é", "-", ".", "==", "abcdefgh"}[(i*7+j*13+j*j)%11])
+		}
+		texts = append(texts, b.String())
+	}
+	for _, s := range texts {
+		for _, n := range []int{1, maxBase64Candidates, -1} {
+			want := base64Run.FindAllString(s, n)
+			got := base64Runs(s, n)
+			if n < 0 {
+				got = base64Runs(s, len(s)+1)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("%q (n=%d): got %q, want %q", s, n, got, want)
+			}
+		}
+	}
+}
+
+// The word scans of the ROT13 and leetspeak views as first written (with
+// strings.FieldsFunc and maps), the reference for the allocation-free ones.
+var leetMapRef = map[rune]rune{'0': 'o', '1': 'i', '3': 'e', '4': 'a', '5': 's', '7': 't', '@': 'a', '$': 's'}
+
+func looksROT13Ref(text string) bool {
+	n := 0
+	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) }) {
+		if len(w) <= 12 && rot13Words[strings.ToLower(w)] {
+			n++
+			if n >= 2 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func unleetRef(text string) (string, bool) {
+	mixed := false
+	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '@' && r != '$' }) {
+		hasLetter, hasLeet := false, false
+		for _, r := range w {
+			if _, ok := leetMapRef[r]; ok {
+				hasLeet = true
+			} else if unicode.IsLetter(r) {
+				hasLetter = true
+			}
+		}
+		if hasLetter && hasLeet {
+			mixed = true
+			break
+		}
+	}
+	if !mixed {
+		return "", false
+	}
+	return strings.Map(func(r rune) rune {
+		if m, ok := leetMapRef[r]; ok {
+			return m
+		}
+		return r
+	}, text), true
+}
+
+// TestViewScansMatchReference checks looksROT13 and unleet against the
+// reference on the labelled texts, their ROT13 and upper case, and
+// generated mixes of letters, leet characters, digits and separators.
+func TestViewScansMatchReference(t *testing.T) {
+	var texts []string
+	for _, f := range []string{"set.jsonl", "holdout.jsonl", "holdout2.jsonl"} {
+		for _, e := range loadSetFile(t, f) {
+			texts = append(texts, e.Text, rot13(e.Text), strings.ToUpper(rot13(e.Text)))
+		}
+	}
+	pieces := []string{"gur", "GUR", "Naq", "lbhe", "vafgehpgvbaf", "vafgehpgvbafx", "1", "0", "@", "$", "9", "٣", "é", "İ", "\u212A", " ", ".", "\xff", "a", "Z", "gb", "bs", "-"}
+	for i := range 3000 {
+		var b strings.Builder
+		for j := range 3 + i%17 {
+			b.WriteString(pieces[(i*31+j*17+j*j*7)%len(pieces)])
+		}
+		texts = append(texts, b.String())
+	}
+	for _, s := range texts {
+		if got, want := looksROT13(s), looksROT13Ref(s); got != want {
+			t.Fatalf("looksROT13(%q) = %v, want %v", s, got, want)
+		}
+		gl, gok := unleet(s)
+		wl, wok := unleetRef(s)
+		if gl != wl || gok != wok {
+			t.Fatalf("unleet(%q) = %q %v, want %q %v", s, gl, gok, wl, wok)
+		}
+	}
 }

@@ -28,7 +28,39 @@ func decodeTags(text string) (string, bool) {
 	return s, len(s) >= 8 && strings.Contains(s, " ")
 }
 
+// base64Run is what decodeBase64Payloads looks for; base64Runs finds its
+// matches without the regexp engine (a bounded repeat of 16 copies).
 var base64Run = regexp.MustCompile(`[A-Za-z0-9+/_-]{16,}={0,2}`)
+
+func isBase64Byte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '_' || c == '-'
+}
+
+// base64Runs returns the first n matches of base64Run in text, as
+// base64Run.FindAllString(text, n) does: each maximal run of at least 16
+// base64 bytes, with up to two '=' after it. The class is ASCII, so
+// scanning bytes is scanning characters.
+func base64Runs(text string, n int) []string {
+	var out []string
+	for i := 0; i < len(text) && len(out) < n; {
+		if !isBase64Byte(text[i]) {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(text) && isBase64Byte(text[j]) {
+			j++
+		}
+		if j-i >= 16 {
+			for k := 0; k < 2 && j < len(text) && text[j] == '='; k++ {
+				j++
+			}
+			out = append(out, text[i:j])
+		}
+		i = j
+	}
+	return out
+}
 
 const (
 	maxBase64Candidates = 8
@@ -41,7 +73,7 @@ const (
 // rejects.
 func decodeBase64Payloads(text string) []string {
 	var out []string
-	for _, m := range base64Run.FindAllString(text, maxBase64Candidates) {
+	for _, m := range base64Runs(text, maxBase64Candidates) {
 		if len(m) > maxBase64Len {
 			continue
 		}
@@ -108,35 +140,94 @@ func rot13(text string) string {
 var rot13Words = map[string]bool{"gur": true, "naq": true, "lbh": true, "lbhe": true, "gb": true, "bs": true, "vf": true, "vtaber": true, "nyy": true, "vafgehpgvbaf": true}
 
 // looksROT13 reports whether text has at least two ROT13'd common words, so
-// the ROT13 view is only scanned when it can contain English.
+// the ROT13 view is only scanned when it can contain English. A word is a
+// maximal run of letters.
 func looksROT13(text string) bool {
-	n := 0
-	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) }) {
-		if len(w) <= 12 && rot13Words[strings.ToLower(w)] {
+	n, start := 0, -1
+	var buf [12]byte
+	check := func(w string) {
+		if len(w) > len(buf) {
+			return
+		}
+		// Lowercase into buf (an ASCII word, the usual case) without
+		// allocating; a word with other letters takes strings.ToLower.
+		for i := 0; i < len(w); i++ {
+			c := w[i]
+			if c >= 0x80 {
+				if rot13Words[strings.ToLower(w)] {
+					n++
+				}
+				return
+			}
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			buf[i] = c
+		}
+		if rot13Words[string(buf[:len(w)])] {
 			n++
+		}
+	}
+	for i, r := range text {
+		if unicode.IsLetter(r) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			check(text[start:i])
+			start = -1
 			if n >= 2 {
 				return true
 			}
 		}
 	}
-	return false
+	if start >= 0 {
+		check(text[start:])
+	}
+	return n >= 2
 }
 
-var leetMap = map[rune]rune{'0': 'o', '1': 'i', '3': 'e', '4': 'a', '5': 's', '7': 't', '@': 'a', '$': 's'}
+// leet maps the leetspeak characters unleet undoes; others map to 0.
+func leet(r rune) rune {
+	switch r {
+	case '0':
+		return 'o'
+	case '1':
+		return 'i'
+	case '3':
+		return 'e'
+	case '4':
+		return 'a'
+	case '5':
+		return 's'
+	case '7':
+		return 't'
+	case '@':
+		return 'a'
+	case '$':
+		return 's'
+	}
+	return 0
+}
 
 // unleet undoes common leetspeak ("1gn0re prev10us 1nstruct10ns"). It
-// reports false, and is not scanned, unless some word mixes letters with
-// leet digits, so ordinary numbers are left alone.
+// reports false, and is not scanned, unless some word (a run of letters,
+// digits, '@' and '$') mixes letters with leet characters, so ordinary
+// numbers are left alone.
 func unleet(text string) (string, bool) {
-	mixed := false
-	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '@' && r != '$' }) {
-		hasLetter, hasLeet := false, false
-		for _, r := range w {
-			if _, ok := leetMap[r]; ok {
-				hasLeet = true
-			} else if unicode.IsLetter(r) {
-				hasLetter = true
-			}
+	mixed, hasLetter, hasLeet := false, false, false
+	for _, r := range text {
+		switch {
+		case leet(r) != 0:
+			hasLeet = true
+		case unicode.IsLetter(r):
+			hasLetter = true
+		case unicode.IsDigit(r):
+		default: // the word ends
+			hasLetter, hasLeet = false, false
+			continue
 		}
 		if hasLetter && hasLeet {
 			mixed = true
@@ -147,7 +238,7 @@ func unleet(text string) (string, bool) {
 		return "", false
 	}
 	return strings.Map(func(r rune) rune {
-		if m, ok := leetMap[r]; ok {
+		if m := leet(r); m != 0 {
 			return m
 		}
 		return r
