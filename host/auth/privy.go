@@ -134,8 +134,9 @@ func NewPrivy(cfg PrivyConfig) (*Privy, error) {
 	}
 	p := &Privy{cfg: cfg}
 	// Only ES256: an HS256 token "signed" with the public key, or alg
-	// none, is refused before any key is looked at.
-	p.parser = jwt.NewParser(jwt.WithValidMethods([]string{jwt.SigningMethodES256.Alg()}), jwt.WithIssuer(cfg.Issuer),
+	// none, is refused before any key is looked at. Strict base64: a
+	// token has one spelling (no padding, no stray low bits).
+	p.parser = jwt.NewParser(jwt.WithValidMethods([]string{jwt.SigningMethodES256.Alg()}), jwt.WithStrictDecoding(), jwt.WithIssuer(cfg.Issuer),
 		jwt.WithAudience(cfg.AppID), jwt.WithLeeway(cfg.Leeway), jwt.WithExpirationRequired(), jwt.WithIssuedAt(),
 		jwt.WithTimeFunc(cfg.Now))
 	return p, nil

@@ -218,6 +218,7 @@ func TestPrivyRefusals(t *testing.T) {
 		{"HS256 keyed with the public key", signWith(t, jwt.SigningMethodHS256, "k1", claims(now), pub), "ES256"},
 		{"ES384", signWith(t, jwt.SigningMethodES384, "k1", claims(now), mustKey(t, elliptic.P384())), "ES256"},
 		{"malformed", "eyJhbGciOiJFUzI1NiJ9.e30", "malformed"},
+		{"non-canonical base64 signature", lowBit(is.mint("k1", claims(now))), "malformed"},
 		{"too long", "eyJ" + strings.Repeat("a", 9000) + ".e30.sig", "longer"},
 	} {
 		_, err := p.Principal(ctx(), tc.token)
@@ -236,6 +237,14 @@ func mustKey(t testing.TB, c elliptic.Curve) *ecdsa.PrivateKey {
 		t.Fatal(err)
 	}
 	return k
+}
+
+// lowBit flips an unused low bit of the signature's last base64url
+// character: the same bytes under a lenient decoder, another token.
+func lowBit(tok string) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	i := strings.IndexByte(alphabet, tok[len(tok)-1])
+	return tok[:len(tok)-1] + string(alphabet[i^1])
 }
 
 // tamper changes the claims of a signed token, keeping its signature.
@@ -415,4 +424,35 @@ func BenchmarkPrivyPrincipal(b *testing.B) {
 	}
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+}
+
+// FuzzPrivyToken: whatever the Bearer value, detection and verification
+// never panic, and nothing but a token the issuer signed is accepted:
+// every fuzzed value is refused with ErrPrivyToken (the key set is up).
+func FuzzPrivyToken(f *testing.F) {
+	clk := newClock()
+	is := newIssuer(f, "k1")
+	p, _ := newPrivy(f, is, clk, true)
+	good := is.mint("k1", claims(clk.Now()))
+	if _, err := p.Verify(ctx(), good); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good[:len(good)-2] + "AA")
+	f.Add(tamper(good))
+	f.Add("eyJhbGciOiJub25lIn0.eyJzdWIiOiJkaWQ6cHJpdnk6eCJ9.")
+	f.Add("eyJ.eyJ.eyJ")
+	f.Add("eyJhbGciOiJFUzI1NiIsImtpZCI6ImsxIn0.e30.AAAA")
+	f.Fuzz(func(t *testing.T, v string) {
+		h := http.Header{}
+		h["Authorization"] = []string{"Bearer " + v}
+		if c, err := Detect(HTTPHeader(h), WithPrivy(Schemes)); err == nil && c.Kind == KindPrivy && !strings.Contains(v, c.Value) {
+			t.Fatalf("credential %q from %q", c.Value, v)
+		}
+		if v == good {
+			return
+		}
+		if _, err := p.Verify(ctx(), v); !errors.Is(err, ErrPrivyToken) {
+			t.Fatalf("%q: %v", v, err)
+		}
+	})
 }
