@@ -65,8 +65,13 @@ type Config struct {
 	// upto payments (its /supported extra.facilitatorAddress): the
 	// client's Permit2 witness binds it. Zero: upto is not offered.
 	UptoFacilitator common.Address
-	// Settler settles accepted payments (required).
+	// Settler settles accepted payments (required): *x402.Facilitator, or
+	// *x402.ChainSettler to settle on chain with the gateway's key.
 	Settler Settler
+	// Chain, when set, verifies on chain what offline checks cannot: the
+	// payer's balance before serving, and contract-wallet signatures
+	// (ERC-1271, ERC-6492); without it those signatures are refused.
+	Chain x402.OnChain
 	// SettleTimeout bounds one settlement call (0: 15 s).
 	SettleTimeout time.Duration
 	// Nonces is where authorization nonces are consumed (required for a
@@ -144,6 +149,7 @@ func New(ctx context.Context, cfg Config) (*Paywall, error) {
 		p.uptoExtra = uptoExtra(cfg.Token, cfg.UptoFacilitator.Hex())
 	}
 	p.verifier = x402.NewVerifier(dbNonces{cfg.Nonces}, cfg.Now)
+	p.verifier.Chain = cfg.Chain
 	owed, err := cfg.Owed.X402Owed(ctx, "", 1<<20)
 	if err != nil {
 		return nil, fmt.Errorf("paywall: reading owed settlements: %w", err)
