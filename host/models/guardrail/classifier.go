@@ -67,8 +67,14 @@ type Classifier struct {
 	batcher   *batch.Batcher[termRow, float32]
 	threshold float32
 	modelOnly bool
+	maxBatch  int
 	closeOnce sync.Once
 	closeErr  error
+
+	// direct is held by a caller running the model itself (see score);
+	// closed, set under it, sends every later caller to the batcher.
+	direct sync.Mutex
+	closed bool
 }
 
 var _ models.Classifier = (*Classifier)(nil)
@@ -150,6 +156,7 @@ func Load(dir string, opts LoadOptions) (*Classifier, error) {
 	if wait == 0 {
 		wait = time.Millisecond
 	}
+	c.maxBatch = maxBatch
 	c.batcher = batch.New(c.run, maxBatch, wait)
 	return c, nil
 }
@@ -202,7 +209,7 @@ func (c *Classifier) Explain(ctx context.Context, texts []string) ([]Result, err
 		}
 		rows[i].ids, rows[i].counts = c.vec.Terms(t)
 	}
-	scores, err := c.batcher.Do(ctx, rows)
+	scores, err := c.score(ctx, rows)
 	if err != nil {
 		return nil, fmt.Errorf("guardrail: classify: %w", err)
 	}
@@ -236,11 +243,32 @@ func (c *Classifier) ModelScores(ctx context.Context, texts []string) ([]float32
 	for i, t := range texts {
 		rows[i].ids, rows[i].counts = c.vec.Terms(t)
 	}
-	scores, err := c.batcher.Do(ctx, rows)
+	scores, err := c.score(ctx, rows)
 	if err != nil {
 		return nil, fmt.Errorf("guardrail: classify: %w", err)
 	}
 	return scores, nil
+}
+
+// score runs the model on rows. A caller that finds no other caller
+// running the model directly runs it itself: handing the rows to the
+// batcher's goroutine and back costs two goroutine switches, more than
+// the run of this small graph (~10 µs), and on a busy machine a wake-up
+// can wait far longer. Callers that find it taken go to the batcher,
+// which merges them; onnxruntime runs a session's calls concurrently.
+// Rows are scored independently, so the result is the same either way.
+func (c *Classifier) score(ctx context.Context, rows []termRow) ([]float32, error) {
+	// TryLock is the point: a lone caller's fast path, never a wait.
+	if len(rows) <= c.maxBatch && c.direct.TryLock() {
+		defer c.direct.Unlock()
+		if !c.closed {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			return c.run(ctx, rows)
+		}
+	}
+	return c.batcher.Do(ctx, rows)
 }
 
 // run scores one batch: rows are padded to the longest with (id 0, count
@@ -289,6 +317,9 @@ func (c *Classifier) run(_ context.Context, rows []termRow) ([]float32, error) {
 // the first return the first call's result.
 func (c *Classifier) Close() error {
 	c.closeOnce.Do(func() {
+		c.direct.Lock()
+		c.closed = true
+		c.direct.Unlock()
 		c.batcher.Close()
 		if err := c.session.Destroy(); err != nil {
 			c.closeErr = fmt.Errorf("guardrail: close session: %w", err)
