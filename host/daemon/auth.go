@@ -112,6 +112,9 @@ func (d *Daemon) openPaywall(ctx context.Context, xc config.X402, s *sqlite.Stor
 	if xc.SpreadBps != nil {
 		pc.Spread = pricing.Spread(*xc.SpreadBps)
 	}
+	if err := d.x402Chain(ctx, xc, tok, &pc); err != nil {
+		return nil, err
+	}
 	pw, err := paywall.New(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: [x402]: %w", err)

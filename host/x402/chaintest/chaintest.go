@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -48,6 +49,10 @@ type Options struct {
 	ChainID uint64
 	// USDC is the address the token's proxy is put at (zero: USDCBase).
 	USDC common.Address
+	// HTTP also serves the chain's JSON-RPC on 127.0.0.1 (Chain.RPCURL),
+	// for code that dials a URL. Transactions sent there are not mined
+	// until something sends one through Client (or Mine is called).
+	HTTP bool
 }
 
 // Chain is a running simulated chain with USDC deployed.
@@ -61,6 +66,8 @@ type Chain struct {
 	// USDC is the FiatToken v2.2 proxy: name "USD Coin", symbol "USDC",
 	// currency "USD", 6 decimals, version "2".
 	USDC common.Address
+	// RPCURL is the HTTP JSON-RPC endpoint with Options.HTTP.
+	RPCURL string
 	// Admin is the proxy's admin; Owner is the token's owner, master
 	// minter, pauser, blacklister and minter. Faucet holds ether to pay
 	// gas with (FundETH).
@@ -82,9 +89,7 @@ func (c *Client) SendTransaction(ctx context.Context, tx *types.Transaction) err
 	if err := c.Client.SendTransaction(ctx, tx); err != nil {
 		return err
 	}
-	c.chain.mineMu.Lock()
-	c.chain.Backend.Commit()
-	c.chain.mineMu.Unlock()
+	c.chain.Mine()
 	return nil
 }
 
@@ -129,10 +134,18 @@ func New(t testing.TB, o Options) *Chain {
 			adminSlot:          common.BytesToHash(crypto.PubkeyToAddress(c.Admin.PublicKey).Bytes()),
 		}},
 	}
-	c.Backend = simulated.NewBackend(alloc, func(_ *node.Config, ec *ethconfig.Config) {
+	var port int
+	if o.HTTP {
+		port = freePort(t)
+		c.RPCURL = fmt.Sprintf("http://127.0.0.1:%d", port)
+	}
+	c.Backend = simulated.NewBackend(alloc, func(nc *node.Config, ec *ethconfig.Config) {
 		cfg := *params.AllDevChainProtocolChanges
 		cfg.ChainID = new(big.Int).SetUint64(o.ChainID)
 		ec.Genesis.Config = &cfg
+		if o.HTTP {
+			nc.HTTPHost, nc.HTTPPort, nc.HTTPModules = "127.0.0.1", port, []string{"eth", "net", "web3"}
+		}
 	})
 	t.Cleanup(func() { c.Backend.Close() })
 	c.Client = &Client{Client: c.Backend.Client(), chain: c}
@@ -153,6 +166,25 @@ func New(t testing.TB, o Options) *Chain {
 	maxAllowance := new(big.Int).Lsh(big.NewInt(1), 200)
 	c.Call(t, c.Owner, o.USDC, impl.ABI, "configureMinter", owner, maxAllowance)
 	return c
+}
+
+// freePort asks the kernel for a free loopback port. The node binds it
+// again a moment later; another process taking it in between fails the
+// test, loudly.
+func freePort(t testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Mine seals a block with whatever is pending.
+func (c *Chain) Mine() {
+	c.mineMu.Lock()
+	c.Backend.Commit()
+	c.mineMu.Unlock()
 }
 
 func newKey(t testing.TB) *ecdsa.PrivateKey {
