@@ -106,7 +106,7 @@ func start(t testing.TB) *env {
 	e.admin(t, "POST", "/admin/accounts", `{"name":"acme","tier":"pro"}`, &acct)
 	e.admin(t, "POST", "/admin/accounts/"+acct.ID+"/topup", `{"amount_usd":"100.00","reason":"test"}`, nil)
 	var key struct{ Token string }
-	e.admin(t, "POST", "/admin/keys", `{"account":"`+acct.ID+`","name":"ci"}`, &key)
+	e.admin(t, "POST", "/admin/keys", `{"account":"`+acct.ID+`","name":"ci","rate_limit":100000}`, &key)
 	if !strings.HasPrefix(key.Token, "bardo_sk_") {
 		t.Fatalf("key: %+v", key)
 	}
