@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/bardoinference/bardo/sdk/jsonscan"
 )
 
@@ -93,4 +95,15 @@ func appendMember(out, key, value []byte) []byte {
 	out = append(out, key...)
 	out = append(out, '"', ':')
 	return append(out, value...)
+}
+
+// addErrorMembers sets members (Caller.ErrorMembers) beside the error
+// object of the error body already written; the error's own members win.
+func addErrorMembers(ctx *fasthttp.RequestCtx, members []byte) {
+	if len(members) == 0 {
+		return
+	}
+	if b, err := mergeMembers(ctx.Response.Body(), members, true); err == nil {
+		ctx.SetBody(b)
+	}
 }

@@ -91,6 +91,7 @@ func (g *Gateway) embedUpstream(ctx *fasthttp.RequestCtx, p *pipeline.Pipeline, 
 	}
 	if werr != nil {
 		fail(werr) // a refusal with a tab is settled on it: a record, no charge
+		addErrorMembers(ctx, caller.ErrorMembers)
 		return
 	}
 

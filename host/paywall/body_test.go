@@ -2,6 +2,7 @@ package paywall_test
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"encoding/json"
 	"errors"
 	"io"
@@ -17,8 +18,11 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/bardoinference/bardo/host/auth"
+	"github.com/bardoinference/bardo/host/fakeupstream"
 	"github.com/bardoinference/bardo/host/paywall"
+	"github.com/bardoinference/bardo/host/testkit/testgateway"
 	"github.com/bardoinference/bardo/host/x402"
+	"github.com/bardoinference/bardo/host/x402/x402test"
 )
 
 // The paywall's 402 body members: x402 v1's PaymentRequired (exact in
@@ -204,4 +208,99 @@ func TestGatewayV1(t *testing.T) {
 	if resp.StatusCode != 402 || !strings.Contains(string(raw), x402.ReasonNonceUsed) || !strings.Contains(string(raw), `"x402Version":1`) {
 		t.Fatalf("replay: %d %s", resp.StatusCode, raw)
 	}
+}
+
+// A paid embeddings request (an upstream model) gets the same 402 body,
+// and a v1 client pays it with X-PAYMENT.
+func TestEmbeddingsChallengeBody(t *testing.T) {
+	fake := fakeupstream.New(fakeupstream.WithAPIKey(testgateway.FakeUpstreamKey))
+	t.Cleanup(fake.Close)
+	fac := x402test.NewFacilitator(nil)
+	t.Cleanup(fac.Close)
+	gw := testgateway.Start(t, `
+[auth]
+mode = "keys"
+
+[storage]
+data_dir = "`+t.TempDir()+`"
+
+[x402]
+enabled = true
+pay_to = "`+payTo.Hex()+`"
+facilitator = "`+fac.URL+`"
+
+[[provider]]
+name = "emb"
+plugin = "openai-compatible.wasm"
+base_url = "`+fake.URL()+`/v1"
+credential = "env:UP_KEY"
+models = ["text-embedding-*"]
+trusted = true
+
+[[provider.model]]
+id = "text-embedding-3-small"
+input_price = "0.02"
+`, testgateway.Options{Env: testgateway.FakeProviderEnv()})
+	post := func(h http.Header) (*http.Response, []byte) {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, gw.URL+"/v1/embeddings",
+			strings.NewReader(`{"model":"text-embedding-3-small","input":"rotate the keys"}`))
+		req.Header = h
+		req.Header.Set("content-type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return resp, raw
+	}
+	resp, raw := post(http.Header{})
+	var got struct {
+		Error struct{ Type string }
+		paywall.Body
+	}
+	if err := json.Unmarshal(raw, &got); err != nil || resp.StatusCode != 402 || got.Error.Type != "insufficient_quota" ||
+		got.X402Version != 1 || len(got.Accepts) != 1 || got.Inference.RoutedFrom != "text-embedding-3-small" {
+		t.Fatalf("402 %d %s (%v)", resp.StatusCode, raw, err)
+	}
+	key := wallet(t)
+	h := http.Header{}
+	h.Set(x402.HeaderXPayment, signV1(t, got.Accepts[0], key))
+	resp, raw = post(h)
+	if resp.StatusCode != 200 {
+		t.Fatalf("paid v1 embeddings: %d %s", resp.StatusCode, raw)
+	}
+	if res, err := x402.DecodeSettlementResponse(resp.Header.Get(x402.HeaderXPaymentResponse)); err != nil || !res.Success {
+		t.Fatalf("X-PAYMENT-RESPONSE %+v (%v)", res, err)
+	}
+}
+
+// signV1 is a v1 client's X-PAYMENT for a v1 exact offer.
+func signV1(t *testing.T, o x402.PaymentRequirements, key *ecdsa.PrivateKey) string {
+	t.Helper()
+	chain, err := x402.ChainID(o.Network)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra, err := o.ExactExtra()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := new(big.Int).SetString(o.MaxAmountRequired, 10)
+	now := time.Now().Unix()
+	a := x402.TransferAuthorization{From: crypto.PubkeyToAddress(key.PublicKey), To: common.HexToAddress(o.PayTo), Value: v,
+		ValidAfter: big.NewInt(now - 600), ValidBefore: big.NewInt(now + o.MaxTimeoutSeconds)}
+	copy(a.Nonce[:], crypto.Keccak256([]byte(t.Name()), big.NewInt(time.Now().UnixNano()).Bytes()))
+	sig, err := crypto.Sign(x402.TypedDataHash(x402.Domain{Name: extra.Name, Version: extra.Version, ChainID: chain,
+		VerifyingContract: common.HexToAddress(o.Asset)}, &a).Bytes(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig[64] += 27
+	pay, err := x402.EncodeHeader(&x402.PaymentPayload{X402Version: 1, Scheme: o.Scheme, Network: o.Network,
+		Payload: x402.ExactEVMPayload{Signature: "0x" + common.Bytes2Hex(sig), Authorization: a.Wire()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pay
 }
