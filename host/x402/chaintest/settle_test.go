@@ -29,12 +29,15 @@ type payment struct {
 // newPayment signs, with key, an authorization to pay value from `from`
 // (key's address for an EOA, a wallet's for a contract wallet) to payTo.
 // wrap, when set, turns the ECDSA signature into what is sent.
-func newPayment(t *testing.T, c *chaintest.Chain, key *ecdsa.PrivateKey, from, payTo common.Address, value int64, wrap func([]byte) []byte) payment {
+func newPayment(t testing.TB, c *chaintest.Chain, key *ecdsa.PrivateKey, from, payTo common.Address, value int64, wrap func([]byte) []byte) payment {
 	t.Helper()
 	extra, _ := json.Marshal(x402.ExactExtra{Name: "USD Coin", Version: "2"})
 	req := &x402.PaymentRequirements{Scheme: x402.SchemeExact, Network: x402.NetworkBase, Amount: strconv.FormatInt(value, 10),
 		Asset: c.USDC.Hex(), PayTo: payTo.Hex(), MaxTimeoutSeconds: 120, Extra: extra}
-	now := time.Now().Unix()
+	// The simulated chain's clock runs ahead of the wall clock by a second
+	// per block at worst: sign against whichever is later, as a client
+	// reading the chain would.
+	now := max(time.Now().Unix(), c.Now(t).Unix())
 	a := &x402.TransferAuthorization{From: from, To: payTo, Value: big.NewInt(value),
 		ValidAfter: big.NewInt(now - 600), ValidBefore: big.NewInt(now + 100)}
 	if _, err := rand.Read(a.Nonce[:]); err != nil {
@@ -58,7 +61,7 @@ func newPayment(t *testing.T, c *chaintest.Chain, key *ecdsa.PrivateKey, from, p
 }
 
 // settler returns a chain settler whose key holds ether for gas.
-func settler(t *testing.T, c *chaintest.Chain, factories ...common.Address) *x402.ChainSettler {
+func settler(t testing.TB, c *chaintest.Chain, factories ...common.Address) *x402.ChainSettler {
 	t.Helper()
 	k, err := x402.GenerateKeySigner()
 	if err != nil {
@@ -74,7 +77,7 @@ func verifier(c *chaintest.Chain, factories ...common.Address) *x402.Verifier {
 	return v
 }
 
-func newKey(t *testing.T) *ecdsa.PrivateKey {
+func newKey(t testing.TB) *ecdsa.PrivateKey {
 	k, err := crypto.GenerateKey()
 	if err != nil {
 		t.Fatal(err)
