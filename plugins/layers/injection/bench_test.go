@@ -18,8 +18,9 @@ import (
 
 // BenchmarkLayerCall is L8's per-request cost on the typical 4 KB agent
 // request, trusted, under the real runtime with the offline classifier:
-// "fresh" classifies every user text (a new text each call), "seen" is the
-// same conversation again, its scores reused from the tenant's kv.
+// "fresh" classifies every user text (a new text each call), "new-turn"
+// only the last user turn (new each call), "seen" is the same conversation
+// again, its scores reused from the tenant's kv.
 func BenchmarkLayerCall(b *testing.B) {
 	p := layertest.Load(b, "plugins/layers/injection", sandbox.Options{Trusted: true,
 		KV: kvstore.NewMemory(64 << 20), Services: modeltest.Services(b), Config: []byte(`{"action":"flag"}`)})
@@ -36,6 +37,20 @@ func BenchmarkLayerCall(b *testing.B) {
 			m := meta
 			m.Tenant = "bench-" + strconv.Itoa(n)
 			if res := layertest.OnRequest(b, p, &enc, &m, req); res.Action != wire.ActionContinue {
+				b.Fatal("blocked")
+			}
+		})
+	})
+	// The live workload: one tenant's conversation whose earlier texts
+	// are scored already, with a new last user turn each call.
+	b.Run("new-turn", func(b *testing.B) {
+		n := 0
+		layertest.Measure(b, func() {
+			req := fixtures.AgentRequest()
+			last := &req.Messages[len(req.Messages)-1]
+			n++
+			last.Content[0].Text += " (request " + strconv.Itoa(n) + ")"
+			if res := layertest.OnRequest(b, p, &enc, &meta, req); res.Action != wire.ActionContinue {
 				b.Fatal("blocked")
 			}
 		})

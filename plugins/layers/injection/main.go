@@ -174,11 +174,16 @@ func parseConfig(rc *rawConfig) (config, error) {
 	return c, nil
 }
 
-// A piece of text to classify, and where it came from (for the message).
+// A piece of text to classify, and where it came from (for the message):
+// a kind of block ("user text", "tool result", "document") in message
+// number msg, formatted by where only for the piece that is reported.
 type piece struct {
-	text  string
-	where string
+	text string
+	kind string
+	msg  int
 }
+
+func (p piece) where() string { return p.kind + " in message " + strconv.Itoa(p.msg) }
 
 // pieces collects the text the caller's user or a tool controls, every
 // block of it: user text blocks (without the agent's own harness sections),
@@ -190,9 +195,9 @@ type piece struct {
 // in a long document still lands in one chunk).
 func pieces(r *wire.Request, c *config) []piece {
 	var out []piece
-	add := func(text, where string) {
+	add := func(text, kind string, msg int) {
 		for _, ch := range chunks(text, c.chunkBytes) {
-			out = append(out, piece{text: ch, where: where})
+			out = append(out, piece{text: ch, kind: kind, msg: msg})
 		}
 	}
 	from := 0
@@ -209,22 +214,21 @@ func pieces(r *wire.Request, c *config) []piece {
 		if m.Role != "user" {
 			continue
 		}
-		n := strconv.Itoa(i + 1)
+		n := i + 1
 		for _, bl := range m.Content {
 			switch bl.Type {
 			case wire.BlockText:
-				add(stripHarness(bl.Text, c.harness), "user text in message "+n)
+				add(stripHarness(bl.Text, c.harness), "user text", n)
 			case wire.BlockToolResult:
-				where := "tool result in message " + n
-				add(bl.Text, where)
+				add(bl.Text, "tool result", n)
 				for _, t := range blockTexts(bl.Data) {
-					add(t, where)
+					add(t, "tool result", n)
 				}
 			case wire.BlockDocument:
 				// A document the caller attached: its text source, or
 				// its content blocks, and its context.
 				for _, t := range blockTexts(bl.Data) {
-					add(t, "document in message "+n)
+					add(t, "document", n)
 				}
 			}
 		}
@@ -379,9 +383,19 @@ func chunks(s string, n int) []string {
 	return out
 }
 
+// keyBuf holds what scoreKey hashes; an instance serves one call at a
+// time, so one buffer serves every piece without copying each text anew.
+var keyBuf []byte
+
+// scoreKey is the kv key of text's score: "s:" and the hex of the first 16
+// bytes of SHA-256(model, 0, text).
 func scoreKey(text string) string {
-	sum := plugin.SHA256([]byte(cfg.model + "\x00" + text))
-	return "s:" + hex.EncodeToString(sum[:16])
+	keyBuf = append(append(append(keyBuf[:0], cfg.model...), 0), text...)
+	sum := plugin.SHA256(keyBuf)
+	var key [2 + 32]byte
+	key[0], key[1] = 's', ':'
+	hex.Encode(key[2:], sum[:16])
+	return string(key[:])
 }
 
 // scores classifies the pieces, reusing scores this tenant's earlier
@@ -389,10 +403,12 @@ func scoreKey(text string) string {
 func scores(ps []piece) ([]float32, error) {
 	out := make([]float32, len(ps))
 	var todo []int
-	var texts []string
+	var texts, keys []string
 	for i, p := range ps {
+		var key string
 		if cfg.scoreTTL > 0 {
-			if v, ok := plugin.KVGet(scoreKey(p.text)); ok {
+			key = scoreKey(p.text)
+			if v, ok := plugin.KVGet(key); ok {
 				if f, err := strconv.ParseFloat(string(v), 32); err == nil {
 					out[i] = float32(f)
 					plugin.CounterAdd(metricCached, 1)
@@ -402,6 +418,7 @@ func scores(ps []piece) ([]float32, error) {
 		}
 		todo = append(todo, i)
 		texts = append(texts, p.text)
+		keys = append(keys, key)
 	}
 	if len(texts) == 0 {
 		return out, nil
@@ -423,7 +440,7 @@ func scores(ps []piece) ([]float32, error) {
 	for j, i := range todo {
 		out[i] = got[j][li]
 		if cfg.scoreTTL > 0 {
-			_ = plugin.KVPut(scoreKey(texts[j]), []byte(strconv.FormatFloat(float64(out[i]), 'f', 4, 32)), cfg.scoreTTL)
+			_ = plugin.KVPut(keys[j], []byte(strconv.FormatFloat(float64(out[i]), 'f', 4, 32)), cfg.scoreTTL)
 		}
 	}
 	return out, nil
@@ -449,7 +466,7 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	}
 	top := sc[worst]
 	res.Headers = append(res.Headers, wire.KV{Key: HeaderInjection, Value: strconv.FormatFloat(float64(top), 'f', 3, 32)},
-		wire.KV{Key: HeaderWhere, Value: ps[worst].where})
+		wire.KV{Key: HeaderWhere, Value: ps[worst].where()})
 	if top < cfg.threshold {
 		res.Headers = append(res.Headers, wire.KV{Key: HeaderAction, Value: "pass"})
 		return nil
@@ -471,7 +488,7 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 		// attacker's payload or carry the caller's secrets.
 		res.Error = &wire.Error{Status: 400, Kind: wire.ErrInvalidRequest, Message: fmt.Sprintf(
 			"request blocked: possible prompt injection in the %s (score %.2f, threshold %.2f)",
-			ps[worst].where, top, cfg.threshold)}
+			ps[worst].where(), top, cfg.threshold)}
 	}
 	return nil
 }

@@ -40,7 +40,7 @@ func TestPieces(t *testing.T) {
 	}
 	var got []string
 	for _, p := range pieces(req, &c) {
-		got = append(got, p.where+": "+p.text)
+		got = append(got, p.where()+": "+p.text)
 	}
 	want := []string{
 		"user text in message 1: user: fix the test  please",
