@@ -225,39 +225,55 @@ func BenchmarkRules(b *testing.B) {
 // BenchmarkClassifyAgentTurn is the injection layer's usual work on agent
 // traffic: one short new user turn of a conversation whose earlier texts
 // are scored already (the layer's live workload), classified whole and by
-// stage.
+// stage. The cold variants first write 16 MiB, as a request's trip through
+// the gateway and its plugins evicts the classifier's tables and code from
+// the CPU caches: that, not the warm loop, is what a request pays.
 func BenchmarkClassifyAgentTurn(b *testing.B) {
 	c := sharedClassifier(b)
 	turn := "Go ahead, and summarize the risk in two sentences at the end. (request 123 at 1795764000123456789)"
 	ctx := context.Background()
-	b.Run("classify", func(b *testing.B) {
-		var lat []time.Duration
-		for b.Loop() {
-			t0 := time.Now()
+	junk := make([]byte, 16<<20)
+	stages := []struct {
+		name string
+		fn   func()
+	}{
+		{"classify", func() {
 			if _, err := c.Classify(ctx, []string{turn}); err != nil {
 				b.Fatal(err)
 			}
-			lat = append(lat, time.Since(t0))
-		}
-		reportPercentiles(b, lat)
-	})
-	b.Run("rules", func(b *testing.B) {
-		for b.Loop() {
-			ScoreRules(turn)
-		}
-	})
-	b.Run("terms", func(b *testing.B) {
-		for b.Loop() {
-			c.vec.Terms(turn)
-		}
-	})
-	b.Run("model", func(b *testing.B) {
-		for b.Loop() {
+		}},
+		{"rules", func() { ScoreRules(turn) }},
+		{"terms", func() { c.vec.Terms(turn) }},
+		{"model", func() {
 			if _, err := c.ModelScores(ctx, []string{turn}); err != nil {
 				b.Fatal(err)
 			}
+		}},
+	}
+	for _, cold := range []bool{false, true} {
+		for _, st := range stages {
+			name := st.name
+			if cold {
+				name += "-cold"
+			}
+			b.Run(name, func(b *testing.B) {
+				var lat []time.Duration
+				for b.Loop() {
+					if cold {
+						b.StopTimer()
+						for i := 0; i < len(junk); i += 64 {
+							junk[i]++
+						}
+						b.StartTimer()
+					}
+					t0 := time.Now()
+					st.fn()
+					lat = append(lat, time.Since(t0))
+				}
+				reportPercentiles(b, lat)
+			})
 		}
-	})
+	}
 }
 
 // TestLoneCallerRunsDirectly checks that a caller who finds the model free
