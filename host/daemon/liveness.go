@@ -37,10 +37,20 @@ func LivenessChecks(d *Daemon) []server.Check {
 				errs []string
 				wg   sync.WaitGroup
 			)
+			var pools []*sandbox.Plugin
 			call := func(pl *sandbox.Plugin) {
 				if pl == nil || pl.Closed() {
 					return
 				}
+				// One call per pool: a bundle's entries share their
+				// module's instances, and a describe for each at once would
+				// grow the pool back after every idle shrink.
+				for _, q := range pools {
+					if q.SharesPool(pl) {
+						return
+					}
+				}
+				pools = append(pools, pl)
 				wg.Add(1)
 				go func() {
 					defer wg.Done()

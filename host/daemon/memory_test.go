@@ -8,6 +8,7 @@ import (
 
 	"github.com/bardoinference/bardo/host/gateway"
 	"github.com/bardoinference/bardo/host/sandbox"
+	"github.com/bardoinference/bardo/host/server"
 	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/wire"
@@ -87,4 +88,51 @@ func sleepCall(pl *sandbox.Plugin, text string) error {
 	wire.EncodeLayerRequest(&enc, &wire.Meta{RequestID: "r", Tenant: "t"}, &req, pl.Descriptor().Reads)
 	_, err := pl.Call(context.Background(), plugin.OpOnRequest, enc.Bytes(), sandbox.CallInfo{RequestID: "r", Tenant: "t"})
 	return err
+}
+
+// TestLivenessOneCallPerPool: the plugins canary borrows one instance per
+// pool, not one per entry: a bundle's entries share their module's pool,
+// and a describe for each at once regrew the pool after every idle shrink.
+func TestLivenessOneCallPerPool(t *testing.T) {
+	bundle := wasmbuild.MustBuild(t, "host/sandbox/testdata/bundle")
+	d, _ := newDaemon(t, `
+[[layer]]
+name = "tag"
+plugin = "`+bundle+`"
+entry = "tag"
+trusted = true
+pool = 4
+
+[[layer]]
+name = "count"
+plugin = "`+bundle+`"
+entry = "count"
+trusted = true
+pool = 4
+`)
+	d.Live.Close() // only this test's run calls the canary
+	describes := func() (n float64) {
+		for _, name := range []string{"tag", "count"} {
+			n += d.Metrics.Value("bardo_sandbox_call_seconds", "plugin", name, "op", "bardo_describe")
+		}
+		return n
+	}
+	before := describes()
+	var plugins server.Check
+	for _, c := range LivenessChecks(d) {
+		if c.Name == "plugins" {
+			plugins = c
+		}
+	}
+	p, done := d.Manager.Acquire()
+	if !p.Layers[0].Plugin.SharesPool(p.Layers[1].Plugin) {
+		t.Fatal("the bundle's entries were loaded apart")
+	}
+	done()
+	if err := plugins.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if calls := describes() - before; calls != 1 {
+		t.Fatalf("the canary made %v describe calls on one bundle's pool, want 1", calls)
+	}
 }

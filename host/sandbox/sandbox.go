@@ -495,6 +495,10 @@ func (p *Plugin) Exports(op plugin.Op) bool {
 	return ok
 }
 
+// SharesPool reports whether p and q draw on one pool of instances: entries
+// of one module loaded together (LoadModule).
+func (p *Plugin) SharesPool(q *Plugin) bool { return p.module == q.module }
+
 // Name is the plugin's name from the configuration.
 func (p *Plugin) Name() string { return p.opts.Name }
 
