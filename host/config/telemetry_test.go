@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -61,5 +62,36 @@ capture_content = true
 		if strings.Contains(err.Error(), secret) {
 			t.Errorf("%q: the error repeats the secret: %v", src, err)
 		}
+	}
+}
+
+// The commented [telemetry] block of the shipped pipeline.toml parses once
+// uncommented: the example an operator copies is valid.
+func TestShippedTelemetryExample(t *testing.T) {
+	b, err := os.ReadFile("../../pipeline.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var block []string
+lines:
+	for _, line := range strings.Split(string(b), "\n") {
+		switch {
+		case line == "# [telemetry]":
+			block = append(block, "[telemetry]")
+		case len(block) > 0 && strings.HasPrefix(line, "# ") && strings.Contains(line, " = "):
+			block = append(block, strings.TrimPrefix(line, "# "))
+		case len(block) > 0:
+			break lines
+		}
+	}
+	if len(block) < 2 {
+		t.Fatal("pipeline.toml has no commented [telemetry] block")
+	}
+	cfg, err := Parse([]byte(strings.Join(block, "\n")), "pipeline.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Telemetry.Enabled || cfg.Telemetry.Endpoint == "" || cfg.Telemetry.CaptureContent {
+		t.Fatalf("%+v", cfg.Telemetry)
 	}
 }
