@@ -7,12 +7,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-build/otelcol}
+case $out in /*) ;; *) out=$PWD/$out ;; esac
 src=tools/otelcol
 if [ -x "$out" ] && [ -z "$(find "$src" -newer "$out" -type f)" ]; then
 	exit 0
 fi
 mkdir -p "$(dirname "$out")"
 start=$(date +%s)
-(cd "$src" && nice -n 10 go build -trimpath -ldflags=-s -o "$OLDPWD/$out.tmp" .)
+(cd "$src" && nice -n 10 go build -trimpath -ldflags=-s -o "$out.tmp" .)
 mv "$out.tmp" "$out"
 echo "otelcol: built $out in $(($(date +%s) - start)) s"
