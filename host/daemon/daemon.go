@@ -80,12 +80,13 @@ type Daemon struct {
 	idle     *idleRelease // nil: [server] idle_release = "0s"
 	began    time.Time
 	closeAll []func()
+	getenv   func(string) string // Options.Getenv (nil: os.Getenv), for [x402] settlement_key
 }
 
 // New loads path and builds everything (see the package doc). On an error
 // whatever was built is closed.
 func New(ctx context.Context, path string, opts Options) (_ *Daemon, err error) {
-	d := &Daemon{Log: opts.Log, Metrics: telemetry.New(), began: time.Now()}
+	d := &Daemon{Log: opts.Log, Metrics: telemetry.New(), began: time.Now(), getenv: opts.Getenv}
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}

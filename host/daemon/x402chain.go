@@ -33,7 +33,11 @@ func (d *Daemon) x402Chain(ctx context.Context, xc config.X402, tok x402.Token, 
 	if xc.Settle != config.SettleChain {
 		return nil
 	}
-	key, err := x402.LoadKeySigner(xc.SettlementKey, os.Getenv)
+	getenv := d.getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	key, err := x402.LoadKeySigner(xc.SettlementKey, getenv)
 	if err != nil {
 		return fmt.Errorf("daemon: [x402] settlement_key: %w", err)
 	}
