@@ -5,7 +5,29 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/bardoinference/bardo/sdk/wire"
 )
+
+var shippedLayers = []string{"pii", "injection", "hashcache", "semcache", "toolprune", "compress", "promptcache", "affinity"}
+
+func simulateShipped(t *Tracer, h Header, req *wire.Request, o *Outcome) {
+	r := t.Start(h, time.Now(), "req-1", "openai", "/v1/chat/completions", req)
+	r.Admission(r.Now(), nil)
+	ctx := r.Context(context.Background())
+	for _, l := range shippedLayers {
+		_, sp := StartLayer(ctx, l, "on_request")
+		sp.EndLayer("")
+	}
+	r.Route(r.Now(), "explicit", nil)
+	_, a := StartAttempt(ctx, "openai", "gpt-4o", 1)
+	a.EndAttempt(200, "", false)
+	for _, l := range shippedLayers[:4] {
+		_, sp := StartLayer(ctx, l, "on_response")
+		sp.EndLayer("")
+	}
+	r.End(o)
+}
 
 // BenchmarkRequestHooks runs every hook one request passes (start, the
 // admission and routing spans, two layer calls, a failed attempt and a
@@ -14,28 +36,41 @@ import (
 // that drops them: what tracing adds to a request, the export aside (it
 // runs on the batcher's goroutine). p50-ns is the median of the timed
 // iterations.
+//
+// shipped is the shape of a request through the shipped pipeline.toml: 8
+// request-phase layer calls, 4 response-phase ones, one attempt (16 spans).
 func BenchmarkRequestHooks(b *testing.B) {
-	for _, on := range []bool{false, true} {
-		name := "off"
-		if on {
-			name = "on"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		on    bool
+		ratio float64
+		run   func(*Tracer, Header, *wire.Request, *Outcome)
+	}{
+		{"off", false, 1, simulate}, {"on", true, 1, simulate},
+		{"shipped-off", false, 1, simulateShipped}, {"shipped-on", true, 1, simulateShipped},
+		// sample_ratio = 0: a new trace not kept (no caller traceparent).
+		{"shipped-unsampled", true, 0, simulateShipped},
+	} {
+		on := c.on
+		b.Run(c.name, func(b *testing.B) {
 			var tr *Tracer
 			if on {
 				var err error
-				if tr, err = New(Config{Exporter: discard{}, SampleRatio: 1}); err != nil {
+				if tr, err = New(Config{Exporter: discard{}, SampleRatio: c.ratio}); err != nil {
 					b.Fatal(err)
 				}
 				defer tr.Shutdown(context.Background())
 			}
-			req, h, o := request(), headers{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}, outcome()
+			req, h, o := request(), Header(headers{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}), outcome()
+			if c.ratio == 0 {
+				h = headers{}
+			}
 			took := make([]time.Duration, 0, min(b.N, 1<<20))
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				t0 := time.Now()
-				simulate(tr, h, req, o)
+				c.run(tr, h, req, o)
 				if len(took) < cap(took) {
 					took = append(took, time.Since(t0))
 				}
