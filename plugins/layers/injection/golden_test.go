@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/bardoinference/bardo/host/kvstore"
 	"github.com/bardoinference/bardo/host/sandbox"
+	"github.com/bardoinference/bardo/host/testkit/fixtures"
 	"github.com/bardoinference/bardo/host/testkit/layertest"
 	"github.com/bardoinference/bardo/host/testkit/modeltest"
 	"github.com/bardoinference/bardo/sdk/wire"
@@ -111,5 +113,45 @@ func TestGoldenLayer(t *testing.T) {
 	}
 	if bad > 0 {
 		t.Errorf("%d of %d verdicts differ", bad, len(got))
+	}
+}
+
+// metricSink records what the plugin reports, per metric name.
+type metricSink struct {
+	mu    sync.Mutex
+	calls map[string]int
+	sum   map[string]float64
+}
+
+func (s *metricSink) PluginMetric(_ string, _ int, name string, v float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls[name]++
+	s.sum[name] += v
+}
+
+// TestMetricsCountEveryPiece checks the counters and the score histogram
+// over a first request (every text classified) and a repeat (every score
+// reused): the reused scores are counted in one report per request.
+func TestMetricsCountEveryPiece(t *testing.T) {
+	sink := &metricSink{calls: map[string]int{}, sum: map[string]float64{}}
+	p := layertest.Load(t, "plugins/layers/injection", sandbox.Options{Trusted: true, Metrics: sink,
+		KV: kvstore.NewMemory(1 << 20), Services: modeltest.Services(t), Config: []byte(`{"action":"flag"}`)})
+	var enc wire.Encoder
+	meta := wire.Meta{RequestID: "req_m", Tenant: "metrics", Dialect: wire.DialectOpenAI}
+	req := fixtures.AgentRequest()
+	pieces := 4 // three user texts and a tool result
+	layertest.OnRequest(t, p, &enc, &meta, req)
+	layertest.OnRequest(t, p, &enc, &meta, req)
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if got := sink.sum["injection_texts_scanned_total"]; got != float64(pieces) {
+		t.Errorf("scanned %v, want %d", got, pieces)
+	}
+	if got, calls := sink.sum["injection_scores_cached_total"], sink.calls["injection_scores_cached_total"]; got != float64(pieces) || calls != 1 {
+		t.Errorf("cached %v in %d reports, want %d in 1", got, calls, pieces)
+	}
+	if got := sink.calls["injection_score"]; got != 2*pieces {
+		t.Errorf("%d scores observed, want %d", got, 2*pieces)
 	}
 }

@@ -404,6 +404,7 @@ func scores(ps []piece) ([]float32, error) {
 	out := make([]float32, len(ps))
 	var todo []int
 	var texts, keys []string
+	cached := 0
 	for i, p := range ps {
 		var key string
 		if cfg.scoreTTL > 0 {
@@ -411,7 +412,7 @@ func scores(ps []piece) ([]float32, error) {
 			if v, ok := plugin.KVGet(key); ok {
 				if f, err := strconv.ParseFloat(string(v), 32); err == nil {
 					out[i] = float32(f)
-					plugin.CounterAdd(metricCached, 1)
+					cached++
 					continue
 				}
 			}
@@ -419,6 +420,10 @@ func scores(ps []piece) ([]float32, error) {
 		todo = append(todo, i)
 		texts = append(texts, p.text)
 		keys = append(keys, key)
+	}
+	if cached > 0 {
+		// One host call for the request, not one per piece.
+		plugin.CounterAdd(metricCached, float64(cached))
 	}
 	if len(texts) == 0 {
 		return out, nil
