@@ -179,4 +179,10 @@ func TestBalanceChecked(t *testing.T) {
 	if _, err := v.Verify(t.Context(), pm.p, pm.req); err != nil {
 		t.Fatalf("verify once funded: %v", err)
 	}
+	// With a chain, a forged signature for an EOA is still a signature
+	// refusal: the address has no code to ask.
+	forged := newPayment(t, c, newKey(t), payer, payTo, 1_000_000, nil)
+	if _, err := v.Verify(t.Context(), forged.p, forged.req); x402.ReasonOf(err) != x402.ReasonSignature {
+		t.Fatalf("forged: %v, want %s", err, x402.ReasonSignature)
+	}
 }
