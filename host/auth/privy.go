@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -107,7 +108,29 @@ type Privy struct {
 	keys    map[string]*ecdsa.PublicKey // kid -> key
 	fetched time.Time                   // last successful fetch
 	tried   time.Time                   // last fetch attempt
+
+	// seen caches verified tokens by their SHA-256: an access token is
+	// sent with every request for up to an hour, and its ES256 check and
+	// account read cost ~85 µs where a cached key costs ~1 µs.
+	seenMu sync.RWMutex
+	seen   map[[sha256.Size]byte]*verifiedToken
 }
+
+// verifiedToken is a token that verified, and its user's account.
+type verifiedToken struct {
+	did, account, kid string
+	// until is when the entry stops being trusted: the token's exp (with
+	// the leeway), and at most PrivyCacheTTL after it was verified, so a
+	// re-linked user moves within it.
+	until time.Time
+}
+
+// PrivyCacheTTL bounds how long a verified token is trusted without being
+// checked again, and so how long a DID's new link takes to apply.
+const PrivyCacheTTL = 10 * time.Second
+
+// maxSeen bounds the verified-token cache; when full it is emptied.
+const maxSeen = 100_000
 
 // NewPrivy returns a Privy verifier. The key set is fetched on first use.
 func NewPrivy(cfg PrivyConfig) (*Privy, error) {
@@ -154,7 +177,12 @@ type PrivyClaims struct {
 // (Key.ID PrivyKeyID, Key.Name the DID). Errors wrap ErrPrivyToken (401)
 // or ErrPrivyUnavailable (503); a store failure is returned as itself.
 func (p *Privy) Principal(ctx context.Context, token string) (*Principal, error) {
-	c, err := p.Verify(ctx, token)
+	sum := sha256.Sum256([]byte(token))
+	now := p.cfg.Now()
+	if v := p.cached(sum, now); v != nil {
+		return privyPrincipal(v.account, v.did), nil
+	}
+	c, kid, err := p.verify(ctx, token)
 	if err != nil {
 		return nil, err
 	}
@@ -170,22 +198,66 @@ func (p *Privy) Principal(ctx context.Context, token string) (*Principal, error)
 	if err != nil {
 		return nil, err
 	}
-	return &Principal{Key: store.Key{ID: PrivyKeyID, AccountID: acct, Name: did}}, nil
+	until := now.Add(PrivyCacheTTL)
+	if exp := c.ExpiresAt.Add(p.cfg.Leeway); exp.Before(until) {
+		until = exp
+	}
+	p.remember(sum, &verifiedToken{did: did, account: acct, kid: kid, until: until})
+	return privyPrincipal(acct, did), nil
+}
+
+func privyPrincipal(account, did string) *Principal {
+	return &Principal{Key: store.Key{ID: PrivyKeyID, AccountID: account, Name: did}}
+}
+
+// cached returns the verified entry of a token, if it is still trusted at
+// now and its key is still in the key set (a key Privy retired takes its
+// tokens with it at the next refresh).
+func (p *Privy) cached(sum [sha256.Size]byte, now time.Time) *verifiedToken {
+	p.seenMu.RLock()
+	v := p.seen[sum]
+	p.seenMu.RUnlock()
+	if v == nil || !now.Before(v.until) {
+		return nil
+	}
+	p.mu.RLock()
+	_, ok := p.keys[v.kid]
+	p.mu.RUnlock()
+	if !ok {
+		return nil
+	}
+	return v
+}
+
+func (p *Privy) remember(sum [sha256.Size]byte, v *verifiedToken) {
+	p.seenMu.Lock()
+	defer p.seenMu.Unlock()
+	if p.seen == nil || len(p.seen) >= maxSeen {
+		p.seen = map[[sha256.Size]byte]*verifiedToken{}
+	}
+	p.seen[sum] = v
 }
 
 // Verify checks token's signature against the app's key set, its alg
 // (ES256 only), iss, aud, exp, nbf and iat (with the leeway), and that sub
 // is a Privy DID and sid is set.
 func (p *Privy) Verify(ctx context.Context, token string) (*PrivyClaims, error) {
+	c, _, err := p.verify(ctx, token)
+	return c, err
+}
+
+// verify is Verify, also returning the kid that signed.
+func (p *Privy) verify(ctx context.Context, token string) (*PrivyClaims, string, error) {
 	if len(token) > maxPrivyToken {
-		return nil, fmt.Errorf("%w: longer than %d bytes", ErrPrivyToken, maxPrivyToken)
+		return nil, "", fmt.Errorf("%w: longer than %d bytes", ErrPrivyToken, maxPrivyToken)
 	}
 	var unavailable error
 	keyed := false // the alg passed: jwt looks the key up only then
+	kid := ""
 	c := &PrivyClaims{}
 	_, err := p.parser.ParseWithClaims(token, c, func(t *jwt.Token) (any, error) {
 		keyed = true
-		kid, _ := t.Header["kid"].(string)
+		kid, _ = t.Header["kid"].(string)
 		k, err := p.key(ctx, kid)
 		if errors.Is(err, ErrPrivyUnavailable) {
 			unavailable = err
@@ -193,21 +265,21 @@ func (p *Privy) Verify(ctx context.Context, token string) (*PrivyClaims, error) 
 		return k, err
 	})
 	if unavailable != nil {
-		return nil, unavailable
+		return nil, "", unavailable
 	}
 	if err != nil && !keyed && errors.Is(err, jwt.ErrTokenSignatureInvalid) {
-		return nil, fmt.Errorf("%w: signed with another alg than ES256", ErrPrivyToken)
+		return nil, "", fmt.Errorf("%w: signed with another alg than ES256", ErrPrivyToken)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrPrivyToken, tokenProblem(err))
+		return nil, "", fmt.Errorf("%w: %s", ErrPrivyToken, tokenProblem(err))
 	}
 	if !validDID(c.Subject) {
-		return nil, fmt.Errorf("%w: sub is not a Privy DID", ErrPrivyToken)
+		return nil, "", fmt.Errorf("%w: sub is not a Privy DID", ErrPrivyToken)
 	}
 	if c.SessionID == "" {
-		return nil, fmt.Errorf("%w: no sid", ErrPrivyToken)
+		return nil, "", fmt.Errorf("%w: no sid", ErrPrivyToken)
 	}
-	return c, nil
+	return c, kid, nil
 }
 
 // tokenProblem names what is wrong with a token in a few words, from

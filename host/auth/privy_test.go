@@ -400,30 +400,102 @@ func TestPrivyScheme(t *testing.T) {
 	}
 }
 
-// BenchmarkPrivyPrincipal is a Privy token's admission cost with the key
-// set cached: parse, ES256 verify, claims, and the DID's account read
-// from SQLite.
-func BenchmarkPrivyPrincipal(b *testing.B) {
+// A verified token is trusted from the cache for at most PrivyCacheTTL,
+// never past its exp (with the leeway), and not once its key left the set.
+func TestPrivyCache(t *testing.T) {
 	clk := newClock()
-	is := newIssuer(b, "k1")
-	p, _ := newPrivy(b, is, clk, true)
+	is := newIssuer(t, "k1")
+	p, s := newPrivy(t, is, clk, true)
+	st := s.(interface {
+		store.Accounts
+		LinkPrivy(ctx context.Context, did, accountID string) error
+	})
 	tok := is.mint("k1", claims(clk.Now()))
+	if pr, err := p.Principal(ctx(), tok); err != nil || pr.Key.AccountID != "privy:cmuser1" {
+		t.Fatalf("%+v %v", pr, err)
+	}
+	if _, err := st.CreateAccount(ctx(), store.Account{ID: "team", Name: "team"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.LinkPrivy(ctx(), "did:privy:cmuser1", "team"); err != nil {
+		t.Fatal(err)
+	}
+	if pr, _ := p.Principal(ctx(), tok); pr.Key.AccountID != "privy:cmuser1" {
+		t.Fatalf("within the cache's TTL: %s", pr.Key.AccountID)
+	}
+	clk.Add(PrivyCacheTTL)
+	if pr, _ := p.Principal(ctx(), tok); pr.Key.AccountID != "team" {
+		t.Fatalf("after the cache's TTL: %s, want the new link", pr.Key.AccountID)
+	}
+
+	// A token about to expire is cached only until its exp + leeway.
+	p1, err := NewPrivy(PrivyConfig{AppID: testAppID, JWKSURL: is.srv.URL, Leeway: time.Second, AutoProvision: true,
+		Accounts: s, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := claims(clk.Now())
+	c["exp"] = clk.Now().Add(2 * time.Second).Unix()
+	short := is.mint("k1", c)
+	if _, err := p1.Principal(ctx(), short); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(5 * time.Second) // past exp + 1 s, within PrivyCacheTTL
+	if _, err := p1.Principal(ctx(), short); !errors.Is(err, ErrPrivyToken) || !strings.Contains(err.Error(), "expired") {
+		t.Fatalf("expired while cached: %v", err)
+	}
+
+	// A key Privy retired takes its cached tokens with it.
+	tok = is.mint("k1", claims(clk.Now()))
 	if _, err := p.Principal(ctx(), tok); err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
-	b.ReportAllocs()
-	var lat []time.Duration
-	for b.Loop() {
-		t0 := time.Now()
-		if _, err := p.Principal(ctx(), tok); err != nil {
-			b.Fatal(err)
-		}
-		if len(lat) < 1<<20 {
-			lat = append(lat, time.Since(t0))
-		}
+	is.mu.Lock()
+	delete(is.keys, "k1")
+	is.mu.Unlock()
+	is.add("k2")
+	if err := p.Refresh(ctx()); err != nil {
+		t.Fatal(err)
 	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	if _, err := p.Principal(ctx(), tok); !errors.Is(err, ErrPrivyToken) {
+		t.Fatalf("retired key, cached token: %v", err)
+	}
+}
+
+// BenchmarkPrivyPrincipal is a Privy token's admission cost with the key
+// set fetched: "verify" checks it every time (parse, ES256, claims, the
+// DID's account read from SQLite), "cached" is the same token again
+// within PrivyCacheTTL (a SHA-256 and a map read).
+func BenchmarkPrivyPrincipal(b *testing.B) {
+	for _, name := range []string{"verify", "cached"} {
+		b.Run(name, func(b *testing.B) {
+			clk := newClock()
+			is := newIssuer(b, "k1")
+			p, _ := newPrivy(b, is, clk, true)
+			tok := is.mint("k1", claims(clk.Now()))
+			if _, err := p.Principal(ctx(), tok); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			var lat []time.Duration
+			for b.Loop() {
+				if name == "verify" {
+					p.seenMu.Lock()
+					p.seen = nil
+					p.seenMu.Unlock()
+				}
+				t0 := time.Now()
+				if _, err := p.Principal(ctx(), tok); err != nil {
+					b.Fatal(err)
+				}
+				if len(lat) < 1<<20 {
+					lat = append(lat, time.Since(t0))
+				}
+			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
+		})
+	}
 }
 
 // FuzzPrivyToken: whatever the Bearer value, detection and verification
