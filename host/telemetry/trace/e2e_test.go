@@ -330,7 +330,7 @@ func TestTracesThroughCollector(t *testing.T) {
 
 	// Spans leave in batches: flush (a stream settles just after its
 	// caller read the end, so retry), then wait for the file (bounded).
-	byRID := map[string]span{}
+	var byRID map[string]span
 	var spans []span
 	var service string
 	for i := 0; ; i++ {

@@ -37,9 +37,9 @@ func simulate(t *Tracer, h Header, req *wire.Request, o *Outcome) {
 	}
 	planned := r.Now()
 	r.Route(planned, "explicit", nil)
-	actx, a := StartAttempt(ctx, "up", "gpt-4o", 1)
+	_, a := StartAttempt(ctx, "up", "gpt-4o", 1)
 	a.EndAttempt(500, wire.ErrUpstream, true)
-	actx, a = StartAttempt(ctx, "backup", "gpt-4o", 1)
+	actx, a := StartAttempt(ctx, "backup", "gpt-4o", 1)
 	// A layer's internal completion inside a layer call: its attempt is
 	// the layer's child.
 	lctx, sp := StartLayer(actx, "compress", "on_request")
