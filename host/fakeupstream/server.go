@@ -10,7 +10,8 @@
 //
 // By default it answers "echo: <last user message text>" with a token usage
 // estimated as ceil(bytes/4). Other behaviours (tool calls, thinking, latency,
-// errors, broken streams, cached usage) are chosen per request, either from a
+// errors, broken streams, cached usage, streams held open until the test
+// releases them) are chosen per request, either from a
 // queue filled by the test with Script, or by magic phrases such as
 // "fake:tool" in the last user message (see Behaviour and the constants
 // below). Every request the server receives is recorded verbatim. With
