@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // The guard. Within one context, a stored answer may serve a new question
@@ -112,28 +113,80 @@ func set(ws ...string) map[string]bool {
 	return m
 }
 
-// normalize turns a question into its content words, in order.
-func normalize(text string) []qtoken {
-	text = strings.Map(func(r rune) rune {
-		switch r {
-		case '`', '\u201c', '\u201d':
-			return '"'
-		case '\u2018', '\u2019':
-			return '\''
+// wordClass is what the word lists above say of one word.
+type wordClass uint16
+
+const (
+	wFiller wordClass = 1 << iota
+	wGreeting
+	wThanks
+	wFraming // a key of framing
+	wSynonym // a key of synonyms
+	wNegation
+	wQuestion
+	wUnit
+	wOpposite
+
+	wSalient = wNegation | wQuestion | wUnit | wOpposite
+)
+
+// lexicon is every word list in one map, so that normalize looks a word up
+// once instead of once per list (inside wasm a lookup costs ~0.1 µs, and a
+// question's words went through nine lists each).
+var lexicon = func() map[string]wordClass {
+	m := map[string]wordClass{}
+	for _, l := range []struct {
+		words map[string]bool
+		class wordClass
+	}{
+		{fillers, wFiller}, {greetings, wGreeting}, {thanks, wThanks}, {negations, wNegation},
+		{questions, wQuestion}, {units, wUnit}, {opposites, wOpposite},
+	} {
+		for w := range l.words {
+			m[w] |= l.class
 		}
-		return r
-	}, text)
-	raw := unfront(strings.Fields(text))
-	var out, all []qtoken
+	}
+	for w := range framing {
+		m[w] |= wFraming
+	}
+	for w := range synonyms {
+		m[w] |= wSynonym
+	}
+	return m
+}()
+
+// normalize turns a question into its content words, in order.
+//
+// It runs on every request, inside wasm, where each call, map lookup and
+// allocation costs several times its native price: the checks on a word
+// are byte loops for ASCII (falling back to the unicode tables only for
+// other text), a word is looked up once in lexicon, and the word slice is
+// scratch kept from call to call. What it returns is the same as ever
+// (testdata/golden.txt pins it).
+func normalize(text string) []qtoken {
+	if !plainASCII(text) {
+		text = strings.Map(func(r rune) rune {
+			switch r {
+			case '`', '\u201c', '\u201d':
+				return '"'
+			case '\u2018', '\u2019':
+				return '\''
+			}
+			return r
+		}, text)
+	}
+	fields := appendFields(fieldsBuf[:0], text)
+	raw := unfront(fields)
+	out := make([]qtoken, 0, len(raw)+1)
 	last := ""      // the previous word, fillers included
 	start := true   // capitals at a sentence start say nothing
 	quoted := false // inside "…" or `…`: no word is framing
 	closing := false
 	for i, w := range raw {
-		opens := strings.HasPrefix(w, `"`)
+		opens := len(w) > 0 && w[0] == '"'
 		quoted = quoted || opens
 		literal := quoted
-		if strings.HasSuffix(strings.TrimRight(w, ".,!?;:)"), `"`) && (!opens || len(strings.Trim(w, `".,!?;:)`)) > 0) {
+		if closesQuote(w) && (!opens || !onlyQuoteTrail(w)) {
 			quoted = false
 		}
 		core := trimToken(w)
@@ -148,19 +201,23 @@ func normalize(text string) []qtoken {
 		}
 		salient := hasDigit(core) || hasSymbol(core) || strings.HasPrefix(core, "-") || isTicker(core) ||
 			(!start && hasUpper(core))
-		for _, lw := range expandContraction(strings.ToLower(core)) {
-			all = append(all, qtoken{lw, true})
+		ws, n := expandContraction(strings.ToLower(core))
+		for _, lw := range ws[:n] {
 			prev := last
 			last = lw
-			if !literal && (fillers[lw] || framing[lw][prev] || (len(out) == 0 && greetings[lw])) {
+			c := lexicon[lw]
+			if !literal && (c&wFiller != 0 || c&wFraming != 0 && framing[lw][prev] || (len(out) == 0 && c&wGreeting != 0)) {
 				continue
 			}
-			lw = stem(lw)
-			if s, ok := synonyms[lw]; ok {
-				lw = s
+			if st := stem(lw); st != lw {
+				lw, c = st, lexicon[st]
 			}
-			out = append(out, qtoken{lw, literal || salient || negations[lw] || questions[lw] || units[lw] || opposites[lw]})
-			closing = closing || !literal && thanks[lw]
+			if c&wSynonym != 0 {
+				lw = synonyms[lw]
+				c = lexicon[lw]
+			}
+			out = append(out, qtoken{lw, literal || salient || c&wSalient != 0})
+			closing = closing || !literal && c&wThanks != 0
 		}
 		start = strings.HasSuffix(w, ".") || strings.HasSuffix(w, "?") || strings.HasSuffix(w, "!") || strings.HasSuffix(w, ":")
 	}
@@ -172,9 +229,93 @@ func normalize(text string) []qtoken {
 	if len(out) == 0 {
 		// Nothing but framing ("hi", "thanks!", "can you?"): every word
 		// counts, or "hello" and "thank you" would be one question.
-		return all
+		for _, w := range raw {
+			core := trimToken(w)
+			if !hasAlnum(core) {
+				continue
+			}
+			ws, n := expandContraction(strings.ToLower(core))
+			for _, lw := range ws[:n] {
+				out = append(out, qtoken{lw, true})
+			}
+		}
 	}
+	clear(fields) // no reference into this request is kept
+	fieldsBuf = fields[:0]
 	return out
+}
+
+// fieldsBuf is normalize's scratch for the question's fields (an instance
+// serves one call at a time).
+var fieldsBuf []string
+
+// plainASCII reports text of ASCII only, without backticks: what
+// normalize's quote mapping leaves as it is (it rewrites backticks and
+// curly quotes, and invalid UTF-8 to U+FFFD).
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= utf8.RuneSelf || c == '`' {
+			return false
+		}
+	}
+	return true
+}
+
+// appendFields appends strings.Fields(s) to dst.
+func appendFields(dst []string, s string) []string {
+	if !isASCII(s) {
+		return append(dst, strings.Fields(s)...)
+	}
+	i := 0
+	for i < len(s) {
+		for i < len(s) && asciiSpace(s[i]) {
+			i++
+		}
+		j := i
+		for j < len(s) && !asciiSpace(s[j]) {
+			j++
+		}
+		if j > i {
+			dst = append(dst, s[i:j])
+		}
+		i = j
+	}
+	return dst
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// asciiSpace is unicode.IsSpace for an ASCII byte.
+func asciiSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
+
+// closesQuote: w ends in a double quote before any trailing
+// ".,!?;:)" (strings.TrimRight(w, ".,!?;:)") ends in '"').
+func closesQuote(w string) bool {
+	j := len(w)
+	for j > 0 && strings.IndexByte(".,!?;:)", w[j-1]) >= 0 {
+		j--
+	}
+	return j > 0 && w[j-1] == '"'
+}
+
+// onlyQuoteTrail: w is all quotes and sentence punctuation
+// (strings.Trim(w, `".,!?;:)`) is empty).
+func onlyQuoteTrail(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if strings.IndexByte(`".,!?;:)`, w[i]) < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // canonical rewrites the few question shapes that say one thing two ways:
@@ -202,7 +343,7 @@ func canonical(ts []qtoken) []qtoken {
 // unfront moves a fronted phrase ("In Go," "On Base," "For a beginner,")
 // to the end of the question.
 func unfront(ws []string) []string {
-	if len(ws) < 3 || !frontable[strings.ToLower(strings.Trim(ws[0], `("'`))] {
+	if len(ws) < 3 || !isFrontable(strings.Trim(ws[0], `("'`)) {
 		return ws
 	}
 	for k := 1; k < len(ws)-1 && k <= 6; k++ {
@@ -216,6 +357,23 @@ func unfront(ws []string) []string {
 		return append(out, strings.TrimSuffix(ws[k], ","))
 	}
 	return ws
+}
+
+// isFrontable is frontable[strings.ToLower(w)], without allocating for
+// the capitalised word a question starts with.
+func isFrontable(w string) bool {
+	var b [8]byte
+	if len(w) > len(b) || !isASCII(w) {
+		return frontable[strings.ToLower(w)]
+	}
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b[i] = c
+	}
+	return frontable[string(b[:len(w)])]
 }
 
 // trimToken strips the quotes and sentence punctuation around a word, but
@@ -238,12 +396,14 @@ func trimToken(w string) string {
 // ellipses anywhere, and at the end of the text also question and
 // exclamation marks, quotes and emoticons ("??", "!", ":)").
 func prose(w string, last bool) bool {
-	chars := ",;.-–—…"
-	if last {
-		chars += `?!:()"'`
-	}
 	for _, r := range w {
-		if !strings.ContainsRune(chars, r) {
+		switch r {
+		case ',', ';', '.', '-', '–', '—', '…':
+		case '?', '!', ':', '(', ')', '"', '\'':
+			if !last {
+				return false
+			}
+		default:
 			return false
 		}
 	}
@@ -251,10 +411,17 @@ func prose(w string, last bool) bool {
 }
 
 // expandContraction splits "doesn't", "what's", "whats", "cannot" into
-// their words; a possessive "'s" is dropped.
-func expandContraction(w string) []string {
-	if ws, ok := joined[w]; ok {
-		return ws
+// their words (the first n of ws); a possessive "'s" is dropped. It runs on
+// every word of every question, so it allocates nothing: a map literal of
+// the suffixes here cost more than the rest of normalize inside wasm.
+func expandContraction(w string) (ws [2]string, n int) {
+	// Every joined form ends in "t" or "s"; every other form has an
+	// apostrophe.
+	if last := w[len(w)-1]; last != 't' && last != 's' && strings.IndexByte(w, '\'') < 0 {
+		return [2]string{w}, 1
+	}
+	if j, ok := joined[w]; ok {
+		return [2]string{j[0], j[1]}, 2
 	}
 	if base, ok := strings.CutSuffix(w, "n't"); ok {
 		switch base {
@@ -265,17 +432,23 @@ func expandContraction(w string) []string {
 		case "sha":
 			base = "shall"
 		}
-		return []string{base, "not"}
+		return [2]string{base, "not"}, 2
 	}
-	for suf, full := range map[string]string{"'s": "is", "'re": "are", "'m": "am", "'ll": "will", "'ve": "have", "'d": "would"} {
-		if base, ok := strings.CutSuffix(w, suf); ok && base != "" {
-			if suf == "'s" && !isWords[base] {
-				return []string{base}
+	// No word ends in two of these, so their order does not matter.
+	for _, c := range contractions {
+		if base, ok := strings.CutSuffix(w, c.suffix); ok && base != "" {
+			if c.suffix == "'s" && !isWords[base] {
+				return [2]string{base}, 1
 			}
-			return []string{base, full}
+			return [2]string{base, c.full}, 2
 		}
 	}
-	return []string{w}
+	return [2]string{w}, 1
+}
+
+// contractions are the endings expandContraction expands.
+var contractions = [...]struct{ suffix, full string }{
+	{"'s", "is"}, {"'re", "are"}, {"'m", "am"}, {"'ll", "will"}, {"'ve", "have"}, {"'d", "would"},
 }
 
 // unstemmed end in "s" without being plurals.
@@ -285,7 +458,7 @@ var unstemmed = set("news", "series", "species", "physics", "mathematics", "poli
 
 // stem removes a plural or third-person "s" from a plain word.
 func stem(w string) string {
-	if len(w) <= 3 || !isLetters(w) || unstemmed[w] {
+	if len(w) <= 3 || w[len(w)-1] != 's' || !isLetters(w) || unstemmed[w] {
 		return w
 	}
 	switch {
@@ -366,11 +539,30 @@ func isTicker(s string) bool {
 	return n >= 2
 }
 
-func hasDigit(s string) bool { return strings.ContainsAny(s, "0123456789") }
+func hasDigit(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if '0' <= s[i] && s[i] <= '9' {
+			return true
+		}
+	}
+	return false
+}
+
+// The predicates below decide ASCII bytes themselves (as the unicode
+// tables would) and hand the rest of a non-ASCII word to the tables.
 
 func hasUpper(s string) bool {
-	for _, r := range s {
-		if unicode.IsUpper(r) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			for _, r := range s[i:] {
+				if unicode.IsUpper(r) {
+					return true
+				}
+			}
+			return false
+		}
+		if 'A' <= c && c <= 'Z' {
 			return true
 		}
 	}
@@ -378,8 +570,17 @@ func hasUpper(s string) bool {
 }
 
 func hasAlnum(s string) bool {
-	for _, r := range s {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			for _, r := range s[i:] {
+				if unicode.IsLetter(r) || unicode.IsDigit(r) {
+					return true
+				}
+			}
+			return false
+		}
+		if asciiAlnum(c) {
 			return true
 		}
 	}
@@ -389,12 +590,25 @@ func hasAlnum(s string) bool {
 // hasSymbol reports a character that marks code: anything but letters,
 // digits, a hyphen and an apostrophe ("os.path.join", "8080:80", "*int").
 func hasSymbol(s string) bool {
-	for _, r := range s {
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' && r != '\'' {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			for _, r := range s[i:] {
+				if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' && r != '\'' {
+					return true
+				}
+			}
+			return false
+		}
+		if !asciiAlnum(c) && c != '-' && c != '\'' {
 			return true
 		}
 	}
 	return false
+}
+
+func asciiAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
 func isLetters(s string) bool {
