@@ -22,6 +22,7 @@ type Grain string
 const (
 	Minute Grain = "minute"
 	Hour   Grain = "hour"
+	Day    Grain = "day"
 )
 
 func (g Grain) table() (string, int64, bool) {
@@ -30,6 +31,8 @@ func (g Grain) table() (string, int64, bool) {
 		return "usage_minute", minuteMicros, true
 	case Hour:
 		return "usage_hour", hourMicros, true
+	case Day:
+		return "usage_day", dayMicros, true
 	}
 	return "", 0, false
 }
@@ -65,7 +68,7 @@ const rollupUpsert = ` VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)
 const rollupCols = `(bucket, account_id, provider, model, requests, errors, cache_hits, input_tokens, output_tokens,
 	cost, charge, savings, latency_us)`
 
-// addRollups counts u in its minute's and hour's rollups, inside the
+// addRollups counts u in its minute's, hour's and day's rollups, inside the
 // transaction that writes u (so a group commit of usage carries them).
 func (s *Store) addRollups(ctx context.Context, tx *sql.Tx, u *store.Usage) error {
 	at := micros(u.At)
@@ -73,7 +76,8 @@ func (s *Store) addRollups(ctx context.Context, tx *sql.Tx, u *store.Usage) erro
 	for _, t := range [...]struct {
 		q   string
 		div int64
-	}{{`INSERT INTO usage_minute` + rollupCols + rollupUpsert, minuteMicros}, {`INSERT INTO usage_hour` + rollupCols + rollupUpsert, hourMicros}} {
+	}{{`INSERT INTO usage_minute` + rollupCols + rollupUpsert, minuteMicros}, {`INSERT INTO usage_hour` + rollupCols + rollupUpsert, hourMicros},
+		{`INSERT INTO usage_day` + rollupCols + rollupUpsert, dayMicros}} {
 		if _, err := s.exec(ctx, tx, t.q, floorDiv(at, t.div), u.AccountID, u.Provider, u.Model, errs, hits,
 			u.InputTokens, u.OutputTokens, u.Cost, u.Charge, u.Savings, u.LatencyMicros); err != nil {
 			return err
@@ -112,8 +116,8 @@ func (s *Store) Rollups(ctx context.Context, g Grain, from, to time.Time) ([]Rol
 
 // ImportUsage writes records in bulk — a restore, a move from another
 // store, a benchmark's million rows — many to a statement and one
-// transaction for all, then folds them into the daily, hourly and minute
-// rollups with one grouped statement each. The records' request ids must
+// transaction for all, then folds them into the rollups (usage_daily and
+// the minute, hour and day ones) with one grouped statement each. The records' request ids must
 // be new (store.ErrExists otherwise, and nothing is written); their ids
 // are not set.
 func (s *Store) ImportUsage(ctx context.Context, us []store.Usage) error {
@@ -158,7 +162,7 @@ func (s *Store) ImportUsage(ctx context.Context, us []store.Usage) error {
 		for _, t := range [...]struct {
 			table string
 			div   int64
-		}{{"usage_minute", minuteMicros}, {"usage_hour", hourMicros}} {
+		}{{"usage_minute", minuteMicros}, {"usage_hour", hourMicros}, {"usage_day", dayMicros}} {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO `+t.table+`
 				SELECT at / ?, account_id, provider, model, COUNT(*), SUM(status >= 400),
 				SUM(cache LIKE '%hit' OR cache = 'stale'), SUM(input_tokens), SUM(output_tokens),

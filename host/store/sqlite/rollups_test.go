@@ -34,7 +34,7 @@ func TestRollupsFollowUsage(t *testing.T) {
 	if err := bulk.ImportUsage(ctx, recs("r")); err != nil {
 		t.Fatal(err)
 	}
-	for _, g := range []Grain{Minute, Hour} {
+	for _, g := range []Grain{Minute, Hour, Day} {
 		a, err := one.Rollups(ctx, g, base, base.Add(3*time.Hour))
 		if err != nil {
 			t.Fatal(err)
