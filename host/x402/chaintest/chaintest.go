@@ -50,9 +50,13 @@ type Options struct {
 	// USDC is the address the token's proxy is put at (zero: USDCBase).
 	USDC common.Address
 	// HTTP also serves the chain's JSON-RPC on 127.0.0.1 (Chain.RPCURL),
-	// for code that dials a URL. Transactions sent there are not mined
-	// until something sends one through Client (or Mine is called).
+	// for code that dials a URL. Transactions sent there are mined by the
+	// next Client send, Mine, or the BlockTime ticker.
 	HTTP bool
+	// BlockTime, when set, also seals a block this often (at least 1 s, so
+	// the chain's clock keeps to the wall clock), as a real chain does:
+	// for transactions that do not go through Client.
+	BlockTime time.Duration
 }
 
 // Chain is a running simulated chain with USDC deployed.
@@ -147,8 +151,30 @@ func New(t testing.TB, o Options) *Chain {
 			nc.HTTPHost, nc.HTTPPort, nc.HTTPModules = "127.0.0.1", port, []string{"eth", "net", "web3"}
 		}
 	})
-	t.Cleanup(func() { c.Backend.Close() })
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		close(stop)
+		wg.Wait()
+		c.Backend.Close()
+	})
 	c.Client = &Client{Client: c.Backend.Client(), chain: c}
+	if o.BlockTime > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tick := time.NewTicker(max(o.BlockTime, time.Second))
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					c.Mine()
+				}
+			}
+		}()
+	}
 
 	if got := c.Deploy(t, c.Owner, lib); got != libAddr {
 		t.Fatalf("chaintest: SignatureChecker at %s, want %s", got, libAddr)
