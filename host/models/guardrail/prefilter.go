@@ -321,10 +321,14 @@ func foldString(s string) string {
 // table on the byte classes the literals use: scanning costs one table
 // lookup per byte of text, whatever the number of literals.
 type automaton struct {
-	class  [256]uint8 // byte → class; 0 is every byte no literal has
-	width  int        // number of classes
-	next   []int32    // state*width + class → state
-	output [][]int32  // state → ids of the literals that end there
+	class [256]uint8 // byte → class; 0 is every byte no literal has
+	width int        // number of classes
+	// next is the transition table, state*width + class → state; states
+	// fit 16 bits (about 5,300 for the rule table), which halves the table.
+	next []uint16
+	// The ids of the literals that end at state s are out[outAt[s]:outAt[s+1]].
+	outAt []uint32
+	out   []int32
 }
 
 func newAutomaton(lits []string) *automaton {
@@ -342,53 +346,65 @@ func newAutomaton(lits []string) *automaton {
 	}
 	// The trie; 0 in next means no edge (state 0, the root, is never a
 	// child).
-	a.next = make([]int32, a.width)
-	a.output = [][]int32{nil}
+	next := make([]int32, a.width)
+	output := [][]int32{nil}
 	for id, l := range lits {
 		s := int32(0)
 		for i := 0; i < len(l); i++ {
 			k := int(s)*a.width + int(a.class[l[i]])
-			if a.next[k] == 0 {
-				a.next[k] = int32(len(a.output))
-				a.next = append(a.next, make([]int32, a.width)...)
-				a.output = append(a.output, nil)
+			if next[k] == 0 {
+				next[k] = int32(len(output))
+				next = append(next, make([]int32, a.width)...)
+				output = append(output, nil)
 			}
-			s = a.next[k]
+			s = next[k]
 		}
-		a.output[s] = append(a.output[s], int32(id))
+		output[s] = append(output[s], int32(id))
+	}
+	if len(output) > 1<<16 {
+		panic("guardrail: too many automaton states")
 	}
 	// Breadth first: a missing edge goes where the longest proper suffix's
 	// edge goes, and a state outputs its suffix's literals too.
-	fail := make([]int32, len(a.output))
+	fail := make([]int32, len(output))
 	queue := []int32{}
 	for c := 0; c < a.width; c++ {
-		if t := a.next[c]; t != 0 {
+		if t := next[c]; t != 0 {
 			queue = append(queue, t)
 		}
 	}
 	for len(queue) > 0 {
 		s := queue[0]
 		queue = queue[1:]
-		a.output[s] = append(a.output[s], a.output[fail[s]]...)
+		output[s] = append(output[s], output[fail[s]]...)
 		for c := 0; c < a.width; c++ {
 			k := int(s)*a.width + c
-			if t := a.next[k]; t != 0 {
-				fail[t] = a.next[int(fail[s])*a.width+c]
+			if t := next[k]; t != 0 {
+				fail[t] = next[int(fail[s])*a.width+c]
 				queue = append(queue, t)
 			} else {
-				a.next[k] = a.next[int(fail[s])*a.width+c]
+				next[k] = next[int(fail[s])*a.width+c]
 			}
 		}
+	}
+	a.next = make([]uint16, len(next))
+	for i, t := range next {
+		a.next[i] = uint16(t)
+	}
+	a.outAt = make([]uint32, len(output)+1)
+	for s, ids := range output {
+		a.out = append(a.out, ids...)
+		a.outAt[s+1] = uint32(len(a.out))
 	}
 	return a
 }
 
 // scan adds to fd the literals that occur in s.
 func (a *automaton) scan(s string, fd found) {
-	st := int32(0)
+	st := 0
 	for i := 0; i < len(s); i++ {
-		st = a.next[int(st)*a.width+int(a.class[s[i]])]
-		for _, id := range a.output[st] {
+		st = int(a.next[st*a.width+int(a.class[s[i]])])
+		for _, id := range a.out[a.outAt[st]:a.outAt[st+1]] {
 			fd[id>>6] |= 1 << (id & 63)
 		}
 	}

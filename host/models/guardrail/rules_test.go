@@ -311,3 +311,33 @@ func TestViewScansMatchReference(t *testing.T) {
 		}
 	}
 }
+
+// TestAutomatonFindsEveryLiteral checks the one-pass scan against a
+// strings.Contains per literal, on the labelled texts folded and on
+// generated texts made of literals' pieces (overlaps and suffixes).
+func TestAutomatonFindsEveryLiteral(t *testing.T) {
+	var texts []string
+	for _, e := range loadSetFile(t, "set.jsonl") {
+		texts = append(texts, foldString(e.Text))
+	}
+	lits := literals.list
+	for i := range 500 {
+		var b strings.Builder
+		for j := range 1 + i%9 {
+			l := lits[(i*131+j*977)%len(lits)]
+			b.WriteString(l[:max(1, (len(l)*(1+(i+j)%3))/3)])
+			if (i+j)%4 == 0 {
+				b.WriteByte(' ')
+			}
+		}
+		texts = append(texts, b.String())
+	}
+	for _, s := range texts {
+		fd := literals.scan(s)
+		for id, l := range lits {
+			if got, want := fd.has(int32(id)), strings.Contains(s, l); got != want {
+				t.Fatalf("literal %q in %q: scan %v, Contains %v", l, s, got, want)
+			}
+		}
+	}
+}
