@@ -64,7 +64,15 @@ type Dashboard struct {
 
 	mu       sync.Mutex
 	sessions map[string]time.Time // id → expiry
+	// failed counts wrong tokens since failedAt's minute began: past
+	// maxFailures a minute, the form answers 429 until the next minute,
+	// so the token cannot be guessed at network speed.
+	failed   int
+	failedAt time.Time
 }
+
+// maxFailures bounds wrong tokens a minute, for every caller together.
+const maxFailures = 10
 
 func (d *Dashboard) now() time.Time {
 	if d.Now != nil {
@@ -244,8 +252,16 @@ func (d *Dashboard) login(ctx *fasthttp.RequestCtx) {
 		}
 		d.file(ctx, "assets/login.html")
 	case ctx.IsPost():
+		if !d.mayTry() {
+			ctx.Response.Header.Set("Retry-After", "60")
+			apiFail(ctx, 429, "too many wrong tokens this minute; try again in a minute")
+			return
+		}
 		tok := ctx.PostArgs().Peek("token")
 		if d.Token == "" || subtle.ConstantTimeCompare(tok, []byte(d.Token)) != 1 {
+			d.mu.Lock()
+			d.failed++
+			d.mu.Unlock()
 			if d.Log != nil {
 				d.Log.Warn("dashboard login refused", "remote", ctx.RemoteIP().String())
 			}
@@ -258,6 +274,17 @@ func (d *Dashboard) login(ctx *fasthttp.RequestCtx) {
 		ctx.Response.Header.Set("Allow", "GET, POST")
 		apiFail(ctx, 405, "use GET or POST on /dashboard/login")
 	}
+}
+
+// mayTry reports whether a login may be checked now.
+func (d *Dashboard) mayTry() bool {
+	now := d.now().Truncate(time.Minute)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !now.Equal(d.failedAt) {
+		d.failed, d.failedAt = 0, now
+	}
+	return d.failed < maxFailures
 }
 
 // logout forgets the session (POST).
