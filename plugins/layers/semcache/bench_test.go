@@ -3,10 +3,13 @@
 package main_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"github.com/bardoinference/bardo/host/dialect/openai"
 	"github.com/bardoinference/bardo/host/kvstore"
 	"github.com/bardoinference/bardo/host/sandbox"
 	"github.com/bardoinference/bardo/host/testkit/fixtures"
@@ -103,3 +106,37 @@ base arbitrum optimism polygon avalanche uniswap curve aave morpho compound make
 yearn convex frax ethena eigen restake validator node block transaction mempool slippage impermanent loss profit
 gain deposit withdraw claim harvest compound rebalance portfolio allocation exposure drawdown return sharpe ratio
 analysis report summary forecast signal alert threshold limit stop target entry exit time week month year today`)
+
+// BenchmarkUniqueRequest is the request phase as the live gateway sees it
+// most: the 4 KB agent request as an OpenAI body (decoded by the host's
+// dialect), a new last user turn every call, so every call is a miss
+// (context hash, normalised question, one key/value read and the miss
+// annotation). Under the real runtime, trusted, with an empty cache.
+func BenchmarkUniqueRequest(b *testing.B) {
+	p := layertest.Load(b, "plugins/layers/semcache", sandbox.Options{Trusted: true, KV: kvstore.NewMemory(8 << 20)})
+	meta := wire.Meta{RequestID: "req_bench", Tenant: "bench", Dialect: wire.DialectOpenAI, Model: "gpt-4o-mini",
+		Annotations: []wire.KV{{Key: "bardo.market.regime", Value: "normal"}}}
+	var body map[string]any
+	if err := json.Unmarshal(fixtures.AgentRequestOpenAI(false), &body); err != nil {
+		b.Fatal(err)
+	}
+	reqs := make([]*wire.Request, 512)
+	for i := range reqs {
+		msgs := body["messages"].([]any)
+		msgs[len(msgs)-1].(map[string]any)["content"] = fmt.Sprintf("Go ahead, and summarize the risk of position %d in two sentences at the end.", i)
+		raw, _ := json.Marshal(body)
+		r, err := openai.DecodeRequest(raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		reqs[i] = r
+	}
+	var enc wire.Encoder
+	i := 0
+	layertest.Measure(b, func() {
+		if res := layertest.OnRequest(b, p, &enc, &meta, reqs[i%len(reqs)]); header(res.Headers, "X-Bardo-Cache") != "miss" {
+			b.Fatal("not a miss")
+		}
+		i++
+	})
+}

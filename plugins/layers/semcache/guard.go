@@ -163,7 +163,11 @@ var lexicon = func() map[string]wordClass {
 // other text), a word is looked up once in lexicon, and the word slice is
 // scratch kept from call to call. What it returns is the same as ever
 // (testdata/golden.txt pins it).
-func normalize(text string) []qtoken {
+func normalize(text string) []qtoken { return normalizeTo(nil, text) }
+
+// normalizeTo is normalize into dst's storage when it is large enough; the
+// result starts at dst's first element either way.
+func normalizeTo(dst []qtoken, text string) []qtoken {
 	if !plainASCII(text) {
 		text = strings.Map(func(r rune) rune {
 			switch r {
@@ -177,7 +181,10 @@ func normalize(text string) []qtoken {
 	}
 	fields := appendFields(fieldsBuf[:0], text)
 	raw := unfront(fields)
-	out := make([]qtoken, 0, len(raw)+1)
+	out := dst[:0]
+	if cap(out) < len(raw)+1 {
+		out = make([]qtoken, 0, len(raw)+1)
+	}
 	last := ""      // the previous word, fillers included
 	start := true   // capitals at a sentence start say nothing
 	quoted := false // inside "…" or `…`: no word is framing
@@ -323,14 +330,17 @@ func onlyQuoteTrail(w string) bool {
 // the meaning of") goes; "difference between A and B" is the difference
 // between B and A.
 func canonical(ts []qtoken) []qtoken {
+	// In place, so that the slice still starts where normalizeTo's dst
+	// does.
 	if len(ts) > 1 && ts[0].w == "way" && ts[1].w == "to" {
-		ts = append([]qtoken{{"how", true}}, ts[2:]...)
+		ts[0] = qtoken{"how", true}
+		ts = append(ts[:1], ts[2:]...)
 	}
 	if len(ts) > 1 && ts[0].w == "how" && ts[1].w == "to" {
-		ts = append(ts[:1:1], ts[2:]...)
+		ts = append(ts[:1], ts[2:]...)
 	}
 	if len(ts) > 1 && ts[0].w == "of" {
-		ts = ts[1:]
+		ts = append(ts[:0], ts[1:]...)
 	}
 	for i := 1; i+3 < len(ts); i++ {
 		if ts[i-1].w == "difference" && ts[i].w == "between" && ts[i+2].w == "and" && ts[i+1].w > ts[i+3].w {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -30,14 +31,21 @@ import (
 // reminderTags are the elements agents wrap text they inject into a user
 // turn with: Claude Code's <system-reminder>, Codex's <environment_context>
 // and <user_instructions>. Such text is context, not the question.
-var reminderTags = []string{"system-reminder", "environment_context", "user_instructions"}
+var reminderTags = []struct{ open, closing string }{
+	{"<system-reminder", "</system-reminder>"},
+	{"<environment_context", "</environment_context>"},
+	{"<user_instructions", "</user_instructions>"},
+}
 
 // splitReminders cuts the reminder elements out of text: what is left is the
 // caller's own words; the cut elements are returned in order. An unclosed
 // element is left in place (it is the caller's text, not an injection).
 func splitReminders(text string) (own string, injected []string) {
+	if strings.IndexByte(text, '<') < 0 { // most text: no element at all
+		return strings.TrimSpace(text), nil
+	}
 	for _, tag := range reminderTags {
-		open, closing := "<"+tag, "</"+tag+">"
+		open, closing := tag.open, tag.closing
 		for {
 			i := strings.Index(text, open)
 			if i < 0 {
@@ -77,16 +85,28 @@ func question(r *wire.Request) string {
 	if m == nil {
 		return ""
 	}
-	var parts []string
+	var first string
+	var parts []string // only for a question of several blocks
 	for _, bl := range m.Content {
 		if bl.Type != wire.BlockText {
 			continue
 		}
-		if own, _ := splitReminders(bl.Text); own != "" {
+		own, _ := splitReminders(bl.Text)
+		switch {
+		case own == "":
+		case first == "":
+			first = own
+		default:
+			if parts == nil {
+				parts = append(parts, first)
+			}
 			parts = append(parts, own)
 		}
 	}
-	return strings.Join(parts, "\n")
+	if parts != nil {
+		return strings.Join(parts, "\n")
+	}
+	return first
 }
 
 // lookupable reports whether a request may be answered from the semantic
@@ -95,16 +115,23 @@ func question(r *wire.Request) string {
 // new information the stored answer did not see) and asks something in its
 // own words.
 func lookupable(r *wire.Request) bool {
+	_, ok := lookupQuestion(r)
+	return ok
+}
+
+// lookupQuestion is the request's question and whether it is lookupable.
+func lookupQuestion(r *wire.Request) (string, bool) {
 	m := lastTurn(r)
 	if m == nil {
-		return false
+		return "", false
 	}
 	for _, bl := range m.Content {
 		if bl.Type == wire.BlockToolResult {
-			return false
+			return "", false
 		}
 	}
-	return question(r) != ""
+	q := question(r)
+	return q, q != ""
 }
 
 // ignoredExtra are top-level request members that never change the answer:
@@ -124,8 +151,9 @@ var ignoredExtra = map[string]bool{
 // turn its injected reminders and non-text blocks. cache_control markers are
 // left out: they move from turn to turn and never change an answer.
 func contextHash(r *wire.Request, matchModel bool) string {
-	h := &ctxHasher
-	h.b = h.b[:0]
+	// A local hasher over the kept buffer: appends to a global's slice
+	// pass a write barrier each, ~100 of them a request.
+	h := &hasher{b: ctxHasher.b[:0], members: ctxHasher.members}
 	if matchModel {
 		h.str("model", r.Model)
 	}
@@ -189,6 +217,7 @@ func contextHash(r *wire.Request, matchModel bool) string {
 	if cap(h.b) > maxKeptHashBuf {
 		h.b = nil // a huge request's buffer is not kept for life
 	}
+	ctxHasher = hasher{b: h.b[:0], members: h.members}
 	return hex.EncodeToString(sum[:16])
 }
 
@@ -234,6 +263,12 @@ func (h *hasher) num(tag string, v uint64) {
 func (h *hasher) block(bl *wire.Block) {
 	h.num("block", uint64(bl.Type))
 	h.str("text", bl.Text)
+	if bl.ID == "" && bl.Name == "" && len(bl.Data) == 0 && bl.Signature == "" && !bl.IsError && len(bl.Extra) == 0 {
+		// Most blocks are text alone: the empty fields below, in one
+		// append instead of fifteen.
+		h.b = append(h.b, emptyBlockTail...)
+		return
+	}
 	h.str("id", bl.ID)
 	h.str("name", bl.Name)
 	h.raw("data", bl.Data)
@@ -243,6 +278,10 @@ func (h *hasher) block(bl *wire.Block) {
 	}
 	h.raw("extra", bl.Extra)
 }
+
+// emptyBlockTail is what block writes after the text of a block whose other
+// fields are all empty: each tag and a zero length (no error mark).
+const emptyBlockTail = "id\x00name\x00data\x00sig\x00extra\x00"
 
 func (h *hasher) blocks(tag string, bs []wire.Block) {
 	h.num(tag, uint64(len(bs)))
@@ -291,7 +330,9 @@ func (h *hasher) extra(raw []byte) {
 		h.extraDecoded(raw)
 		return
 	}
-	sort.Slice(members, func(a, b int) bool { return members[a].key < members[b].key })
+	// Keys are unique by now, so any sort gives this order; slices'
+	// does not allocate (sort.Slice's reflection did).
+	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
 	for _, m := range members {
 		h.str("key", m.key)
 		h.raw("value", m.val)

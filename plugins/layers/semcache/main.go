@@ -20,6 +20,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/respcache"
@@ -343,7 +345,8 @@ const searchK = 8
 const defaultMaxQuestion = 8 << 10
 
 func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
-	if !lookupable(&req.Request) {
+	text, ok := lookupQuestion(&req.Request)
+	if !ok {
 		plugin.CounterAdd(metricSkips, 1)
 		return nil
 	}
@@ -356,8 +359,9 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 			domain = d
 		}
 	}
-	res.Headers = append(res.Headers, wire.KV{Key: HeaderDomain, Value: domain})
-	text := question(&req.Request)
+	// The result is encoded before the next call begins, so its header
+	// slice can be scratch too.
+	res.Headers = append(scratch.headers[:0], wire.KV{Key: HeaderDomain, Value: domain})
 	if len(text) > cfg.maxQuestion {
 		// A pasted document, not a question: normalising, guarding and
 		// embedding it grow with its length (1 MB took 1.9 s), and
@@ -366,18 +370,23 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 		plugin.CounterAdd(metricSkips, 1)
 		return nil
 	}
-	words := normalize(text)
-	content := contentText(words)
+	words := normalizeTo(scratch.words, text)
+	defer func() {
+		clear(words) // no reference into this request is kept
+		scratch.words = words[:0]
+		scratch.headers = res.Headers[:0]
+	}()
 	ctx := contextHash(&req.Request, cfg.matchModel)
-	id := entryID(content, ctx)
-	market := hasAny(strings.ToLower(text), cfg.market)
+	id := entryID(words, ctx)
+	market := hasAnyFold(text, cfg.market)
 
 	// The same question in the same context: one read per partition. A
 	// strict hit never needs the vector index, whose approximate search
 	// can miss an entry far from the others.
+	var keys keysByScope
 	if cfg.guard {
 		for _, sc := range searchScopes() {
-			if p, ok := kvGet(sc, exactKey(sc, id, market)); ok && answer(res, p, ctx, words, false, 1) {
+			if p, ok := kvGet(sc, keys.of(sc, id, market)); ok && answer(res, p, ctx, words, false, 1) {
 				return nil
 			}
 		}
@@ -389,6 +398,7 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	// similarity can tell.
 	var vec []float32
 	if !cfg.guard || (cfg.rewording && len(req.Request.Tools) == 0) {
+		content := contentText(words)
 		vecs, err := plugin.Embed(cfg.model, []string{content})
 		if err != nil {
 			return fmt.Errorf("semcache: %w", err)
@@ -413,10 +423,44 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 
 	res.Headers = append(res.Headers, wire.KV{Key: HeaderCache, Value: "miss"})
 	res.Annotations = append(res.Annotations, wire.KV{Key: AnnotationMiss, Value: encodeMiss(miss{
-		id: id, key: exactKey(storeScope(text), id, market), vec: vec, ctx: ctx, text: text,
+		id: id, key: keys.of(storeScope(text), id, market), vec: vec, ctx: ctx, text: text,
 		ttl: regimeTTL[regime](cfg.baseTTL)})})
 	plugin.CounterAdd(metricMisses, 1)
 	return nil
+}
+
+// scratch holds buffers the request phase keeps from call to call (an
+// instance serves one call at a time): inside wasm an allocation costs
+// about a microsecond, a tenth of a normalised question.
+var scratch struct {
+	words   []qtoken
+	headers []wire.KV
+	id      []byte // entryID's input
+	lower   []byte // hasAnyFold's lower-cased text
+	enc     wire.Encoder
+}
+
+// keysByScope remembers a request's exact keys per partition: the miss
+// stores under the key its lookup read (a market key costs a read of the
+// partition's generation).
+type keysByScope struct {
+	n    int
+	sc   [2]plugin.VectorScope
+	keys [2]string
+}
+
+func (k *keysByScope) of(sc plugin.VectorScope, id string, market bool) string {
+	for i := range k.n {
+		if k.sc[i] == sc {
+			return k.keys[i]
+		}
+	}
+	key := exactKey(sc, id, market)
+	if k.n < len(k.sc) {
+		k.sc[k.n], k.keys[k.n] = sc, key
+		k.n++
+	}
+	return key
 }
 
 // answer answers the request from a stored payload when it was stored in
@@ -519,9 +563,42 @@ func hasAny(s string, markers []string) bool {
 
 // entryID names an entry by its context and normalised question: the same
 // question stored again replaces the old answer instead of adding a twin.
-func entryID(text, ctx string) string {
-	sum := plugin.SHA256([]byte(ctx + "\x00" + text))
+// It is the hash of ctx, a zero byte and contentText(words), built in
+// scratch.
+func entryID(words []qtoken, ctx string) string {
+	b := append(scratch.id[:0], ctx...)
+	b = append(b, 0)
+	for i, t := range words {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, t.w...)
+	}
+	sum := plugin.SHA256(b)
+	if cap(b) <= maxKeptHashBuf {
+		scratch.id = b[:0]
+	}
 	return hex.EncodeToString(sum[:16])
+}
+
+// hasAnyFold is hasAny(strings.ToLower(s), markers), lower-casing ASCII
+// text into scratch instead of a new string.
+func hasAnyFold(s string, markers []string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return hasAny(strings.ToLower(s), markers)
+		}
+	}
+	b := append(scratch.lower[:0], s...)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	if cap(b) <= maxKeptHashBuf {
+		scratch.lower = b[:0]
+	}
+	return hasAny(unsafe.String(unsafe.SliceData(b), len(b)), markers)
 }
 
 // miss is what the request phase hands the response and stream phases.
@@ -537,7 +614,7 @@ type miss struct {
 // encodeMiss packs a miss into an annotation value: base64 of the SDK's
 // wire encoding (the vector as raw little-endian float32s).
 func encodeMiss(m miss) string {
-	var e wire.Encoder
+	e := &scratch.enc
 	e.Reset()
 	e.String(m.id)
 	e.String(m.key)
