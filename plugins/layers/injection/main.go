@@ -196,6 +196,13 @@ func (p piece) where() string { return p.kind + " in message " + strconv.Itoa(p.
 func pieces(r *wire.Request, c *config) []piece {
 	var out []piece
 	add := func(text, kind string, msg int) {
+		// Most texts are one chunk: no slice for them.
+		if t := strings.TrimSpace(text); len(t) <= c.chunkBytes {
+			if t != "" {
+				out = append(out, piece{text: t, kind: kind, msg: msg})
+			}
+			return
+		}
 		for _, ch := range chunks(text, c.chunkBytes) {
 			out = append(out, piece{text: ch, kind: kind, msg: msg})
 		}
@@ -244,6 +251,9 @@ func pieces(r *wire.Request, c *config) []piece {
 // (<system-reminder>…</system-reminder>). An unclosed section is kept: it
 // was not written by the harness, which always closes them.
 func stripHarness(s string, tags []string) string {
+	if strings.IndexByte(s, '<') < 0 {
+		return s // no tag at all, the usual case: nothing to build
+	}
 	for _, tag := range tags {
 		open, end := "<"+tag+">", "</"+tag+">"
 		for {
