@@ -28,6 +28,13 @@ import (
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
+// Batching: spans leave every batchInterval, or as soon as batchSize have
+// ended (the SDK's defaults: 5 s, 512); at most 4 × batchSize wait.
+const (
+	batchInterval = 5 * time.Second
+	batchSize     = 512
+)
+
 // ScopeName is the instrumentation scope of the gateway's spans.
 const ScopeName = "github.com/bardoinference/bardo/host/telemetry/trace"
 
@@ -88,7 +95,7 @@ func New(cfg Config) (*Tracer, error) {
 		attrs = append(attrs, attribute.String("service.version", cfg.ServiceVersion))
 	}
 	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(exp),
+		sdktrace.WithSpanProcessor(newBatcher(exp, batchInterval, batchSize)),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(cfg.SampleRatio))),
 		// NewSchemaless: no schema URL to disagree with the SDK's default
 		// resource, which would fail the merge.
