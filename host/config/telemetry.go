@@ -35,11 +35,11 @@ const DefaultServiceName = "bardo"
 
 func (c *checker) telemetry(tree map[string]any) Telemetry {
 	const p = "telemetry"
-	tel := Telemetry{SampleRatio: 1, ServiceName: DefaultServiceName}
 	v, ok := tree[p]
 	if !ok {
-		return tel
+		return Telemetry{} // off; the defaults below matter only when on
 	}
+	tel := Telemetry{SampleRatio: 1, ServiceName: DefaultServiceName}
 	t, ok := v.(map[string]any)
 	if !ok {
 		c.errf(p, "must be a table ([telemetry]), got %s", tomlType(v))
