@@ -38,6 +38,7 @@ plugin = "`+slow+`"
 pool = 3
 timeout = "10s"
 `)
+	d.Live.Close() // its canaries borrow instances: the counts below are the test's
 	releases := func(reason string) float64 { return d.Metrics.Value("bardo_memory_releases_total", "reason", reason) }
 	waitFor(t, "the release after the load", func() bool { return releases("load") == 1 })
 
@@ -117,6 +118,9 @@ pool = 4
 		}
 		return n
 	}
+	// The canaries' first run (started by New, finishing on its own after
+	// Close) has made its call once one is counted.
+	waitFor(t, "the canaries' first run", func() bool { return describes() >= 1 })
 	before := describes()
 	var plugins server.Check
 	for _, c := range LivenessChecks(d) {
