@@ -80,7 +80,10 @@ func Start(tb testing.TB, pipelineTOML string, opts Options) *Gateway {
 	// run: compiling each plugin once is the slow part.
 	root, _ := wasmbuild.Root()
 	cache := filepath.Join(root, "build", "testcache")
-	g.head = "[server]\nlisten = \"127.0.0.1:0\"\nplugin_dir = \"plugins\"\ncache_dir = \"" + cache + "\"\n"
+	// memory_limit is off: the Go limit is the process's, and a test's
+	// process also holds the fake upstream, the clients and the test's
+	// own data; the real binary's is measured with the binary.
+	g.head = "[server]\nlisten = \"127.0.0.1:0\"\nplugin_dir = \"plugins\"\ncache_dir = \"" + cache + "\"\nmemory_limit = \"off\"\n"
 	if err := os.WriteFile(cfgPath, []byte(g.head+pipelineTOML), 0o644); err != nil {
 		tb.Fatal(err)
 	}
