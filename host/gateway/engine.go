@@ -46,6 +46,9 @@ type Outcome struct {
 	Stream func(w *bufio.Writer)
 	// errMembers are written beside Err's object (Caller.ErrorMembers).
 	errMembers []byte
+	// tenant is the admitted caller's ("" when admission refused it): the
+	// Responses front stores the answer under it.
+	tenant string
 }
 
 // set sets header k, replacing an earlier value.
@@ -81,7 +84,8 @@ func (g *Gateway) Serve(call *Call) *Outcome {
 
 	p, release := g.Pipelines.Acquire()
 	held.p, held.release = p, release
-	adm := &Admission{Dialect: d, Path: call.Path, Header: call.Header, RemoteIP: call.RemoteIP, Model: req.Model, Spends: true}
+	adm := &Admission{Dialect: d, Path: call.Path, Header: call.Header, RemoteIP: call.RemoteIP, Model: req.Model, Spends: true,
+		Method: "POST", Body: call.Body}
 	estimate(adm, p, req, call.Body)
 	adm.Direct = directOnly(p, call.Header, req.Model)
 	admitted := held.s.trace.Now()
@@ -96,6 +100,7 @@ func (g *Gateway) Serve(call *Call) *Outcome {
 		o.Err, o.errMembers = werr, caller.ErrorMembers
 		return o
 	}
+	o.tenant = caller.Tenant
 	g.Events.EmitFor(eventlog.InferenceStart, rid, caller.Tenant, map[string]any{"model": req.Model, "dialect": d.String(), "stream": req.Stream})
 	body := call.Body
 	if caller.Model != "" && caller.Model != req.Model {

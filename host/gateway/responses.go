@@ -241,9 +241,13 @@ func (g *Gateway) responsesPost(ctx *fasthttp.RequestCtx, method string) {
 	m := readResponsesMembers(body)
 	keep := m.store && g.Responses != nil
 	tenant := ""
-	if keep || m.previous != "" {
+	if m.previous != "" {
 		// The stored responses are the tenant's: the caller is identified
 		// before they are read (the engine admits the completion itself).
+		// An answer to store needs no such step: the engine's admission
+		// names its tenant, so a caller paying per request (x402, which
+		// only a completion's admission accepts) is stored under its
+		// wallet.
 		caller, werr := g.admit(context.Background(), &Admission{Dialect: d, Path: string(ctx.Path()),
 			Header: &ctx.Request.Header, RemoteIP: remoteIP(ctx)})
 		if werr != nil {
@@ -281,7 +285,7 @@ func (g *Gateway) responsesPost(ctx *fasthttp.RequestCtx, method string) {
 	o := g.Serve(&Call{RequestID: rid, Dialect: d, Req: req, Body: sent, Header: &ctx.Request.Header,
 		Path: string(ctx.Path()), RemoteIP: remoteIP(ctx), began: began})
 	if keep && o.Err == nil {
-		s := &storing{g: g, tenant: tenant, previous: m.previous, model: req.Model, input: inputItems(m.input)}
+		s := &storing{g: g, tenant: o.tenant, previous: m.previous, model: req.Model, input: inputItems(m.input)}
 		switch {
 		case o.Stream != nil:
 			inner := o.Stream

@@ -119,16 +119,60 @@ func TestChallengeBodyDialects(t *testing.T) {
 		}
 	}
 
-	// (A stored Responses request, store's default, is admitted as a read
-	// first, to find its tenant, and gets the 401: host/gateway/responses.go.)
-
 	// The Responses SDK raises its 402 too (the Messages and Chat SDKs:
-	// TestGatewayExact).
-	_, err := e.oa.Responses.New(t.Context(), responses.ResponseNewParams{Model: "claude-sonnet-4-5",
-		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}, Store: openai.Bool(false)})
-	var oe *openai.Error
-	if !errors.As(err, &oe) || oe.StatusCode != 402 {
-		t.Fatalf("responses SDK: %v", err)
+	// TestGatewayExact), stored (store's default) or not.
+	for _, store := range []bool{false, true} {
+		_, err := e.oa.Responses.New(t.Context(), responses.ResponseNewParams{Model: "claude-sonnet-4-5",
+			Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}, Store: openai.Bool(store)})
+		var oe *openai.Error
+		if !errors.As(err, &oe) || oe.StatusCode != 402 {
+			t.Fatalf("responses SDK, store %v: %v", store, err)
+		}
+	}
+}
+
+// A Responses request paid per request with store's default is served,
+// settled once, and its answer kept under the paying wallet — the
+// engine's admission names the tenant (before, the front admitted it as a
+// read first and answered 401).
+func TestResponsesPaidAndStored(t *testing.T) {
+	e := startE2E(t)
+	const body = `{"model":"claude-sonnet-4-5","input":"what is a health factor?","max_output_tokens":64}`
+	post := func(h http.Header) (*http.Response, []byte) {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, e.gw.URL+"/v1/responses", strings.NewReader(body))
+		req.Header = h
+		req.Header.Set("content-type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return resp, raw
+	}
+	resp, raw := post(http.Header{})
+	if resp.StatusCode != 402 {
+		t.Fatalf("unpaid: %d %s", resp.StatusCode, raw)
+	}
+	key := wallet(t)
+	h := http.Header{}
+	h.Set(x402.HeaderPaymentSignature, sign(t, resp, key))
+	paid, raw := post(h)
+	if paid.StatusCode != 200 || paid.Header.Get(x402.HeaderPaymentResponse) == "" {
+		t.Fatalf("paid: %d %s", paid.StatusCode, raw)
+	}
+	var answer struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(raw, &answer); err != nil || answer.ID == "" {
+		t.Fatalf("answer %s: %v", raw, err)
+	}
+	if n := len(e.fac.Settlements()); n != 1 {
+		t.Fatalf("%d settlements, want 1", n)
+	}
+	tenant := paywall.TenantPrefix + strings.ToLower(crypto.PubkeyToAddress(key.PublicKey).Hex())
+	if _, err := e.gw.Daemon.Store.GetResponse(t.Context(), tenant, answer.ID); err != nil {
+		t.Fatalf("the paid answer is not stored under %s: %v\n%s", tenant, err, e.gw.LogLines.String())
 	}
 }
 
