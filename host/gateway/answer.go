@@ -509,6 +509,7 @@ func (s *streamer) streamOut(w *bufio.Writer, buf *[]byte, enc streamEncoder, st
 	}
 	for i := range evs {
 		addUsage(usage, &evs[i])
+		traceEvent(s.tab, &evs[i]) // tracing.go
 		s.tokens.event(&evs[i])
 		if evs[i].Type == wire.EventMessageStop {
 			var ok bool

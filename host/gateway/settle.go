@@ -88,6 +88,8 @@ type Settlement struct {
 
 	trace *trace.Request // the request's span (nil: not traced), ended here
 	resp  *wire.Response // a decoded answer, for the span (id, finish reason)
+	// A decoded stream's id and finish reason, for the span (traceEvent).
+	streamID, streamFinish string
 }
 
 // Observer is told of every settlement. It runs on the request's goroutine

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"github.com/bardoinference/bardo/host/telemetry/trace"
+	"github.com/bardoinference/bardo/sdk/wire"
 )
 
 // routeMode is how the planner routes, for the routing span: "explicit"
@@ -32,12 +33,27 @@ func attemptSpanEnd(sp trace.Span, out *attemptOutcome) {
 	sp.EndAttempt(status, failure, out.transient)
 }
 
+// traceEvent notes a decoded stream's id and finish reason for a traced
+// request's span.
+func traceEvent(s *Settlement, ev *wire.Event) {
+	if s.trace == nil {
+		return
+	}
+	switch {
+	case ev.Type == wire.EventMessageStart && ev.ID != "":
+		s.streamID = ev.ID
+	case ev.Type == wire.EventMessageDelta && ev.StopReason != "":
+		s.streamFinish = ev.StopReason
+	}
+}
+
 // endTrace ends a traced request's span with its settlement.
 func endTrace(s *Settlement) {
 	o := trace.Outcome{
 		Status: s.Status, Path: string(s.Path), Provider: s.Provider, Model: s.Model, Cache: s.Cache,
 		Streamed: s.Streamed, StreamEnd: string(s.StreamEnd), Usage: s.Usage, Response: s.resp, Err: s.Err,
 		Tried: s.Tried, Degraded: s.Degraded, FirstByte: s.FirstByte, Latency: s.Latency,
+		ResponseID: s.streamID, FinishReason: s.streamFinish,
 	}
 	if b := s.Bill; b != nil {
 		o.Billed = true

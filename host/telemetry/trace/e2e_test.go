@@ -445,6 +445,9 @@ func TestTracesThroughCollector(t *testing.T) {
 	st := byRID[ids["stream"]]
 	want(st, "bardo.stream", true)
 	want(st, "bardo.stream.end", "ended")
+	if st.Attrs["gen_ai.response.id"] == nil || st.Attrs["gen_ai.response.finish_reasons"] == nil {
+		t.Errorf("stream: no response id or finish reason: %v", st.Attrs)
+	}
 	if n, _ := st.Attrs["gen_ai.usage.output_tokens"].(int64); n <= 0 {
 		t.Errorf("stream: output tokens %v", st.Attrs["gen_ai.usage.output_tokens"])
 	}

@@ -317,9 +317,11 @@ type Outcome struct {
 	StreamEnd string
 	Usage     *wire.Usage
 	Response  *wire.Response // a decoded answer (id, finish reason, content), nil otherwise
-	Err       *wire.Error
-	Tried     []string // failed attempts (X-Bardo-Fallback)
-	Degraded  []string // X-Bardo-Degraded
+	// A decoded stream's id and finish reason (Response is nil).
+	ResponseID, FinishReason string
+	Err                      *wire.Error
+	Tried                    []string // failed attempts (X-Bardo-Fallback)
+	Degraded                 []string // X-Bardo-Degraded
 	// Billed: the tab closed with these figures, in micro-USD.
 	Billed             bool
 	CostMicros         int64
@@ -352,13 +354,15 @@ func (r *Request) End(o *Outcome) {
 			attrs = append(attrs, GenAIUsageCacheCreationInputTokens.Int64(u.CacheWriteTokens))
 		}
 	}
+	id, finish := o.ResponseID, o.FinishReason
 	if resp := o.Response; resp != nil {
-		if resp.ID != "" {
-			attrs = append(attrs, GenAIResponseID.String(resp.ID))
-		}
-		if resp.StopReason != "" {
-			attrs = append(attrs, GenAIResponseFinishReasons.StringSlice([]string{resp.StopReason}))
-		}
+		id, finish = resp.ID, resp.StopReason
+	}
+	if id != "" {
+		attrs = append(attrs, GenAIResponseID.String(id))
+	}
+	if finish != "" {
+		attrs = append(attrs, GenAIResponseFinishReasons.StringSlice([]string{finish}))
 	}
 	if o.Cache != "" {
 		attrs = append(attrs, BardoCache.String(o.Cache))
