@@ -197,7 +197,11 @@ func normalizeTo(dst []qtoken, text string) []qtoken {
 			quoted = false
 		}
 		core := trimToken(w)
-		if !hasAlnum(core) {
+		f, ascii := asciiFacts(core)
+		if !ascii {
+			f = unicodeFacts(core)
+		}
+		if !f.alnum {
 			// Punctuation ends a sentence; a symbol mid-text is an
 			// operator ("what does ? do", "$?", "&&").
 			if !prose(core, i == len(raw)-1) {
@@ -206,9 +210,12 @@ func normalizeTo(dst []qtoken, text string) []qtoken {
 			start = start || strings.ContainsAny(core, ".?!")
 			continue
 		}
-		salient := hasDigit(core) || hasSymbol(core) || strings.HasPrefix(core, "-") || isTicker(core) ||
-			(!start && hasUpper(core))
-		ws, n := expandContraction(strings.ToLower(core))
+		salient := f.digit || f.symbol || core[0] == '-' || f.ticker || (!start && f.upper)
+		lower := core
+		if f.upper || !ascii {
+			lower = strings.ToLower(core)
+		}
+		ws, n := expandContraction(lower)
 		for _, lw := range ws[:n] {
 			prev := last
 			last = lw
@@ -226,7 +233,12 @@ func normalizeTo(dst []qtoken, text string) []qtoken {
 			out = append(out, qtoken{lw, literal || salient || c&wSalient != 0})
 			closing = closing || !literal && c&wThanks != 0
 		}
-		start = strings.HasSuffix(w, ".") || strings.HasSuffix(w, "?") || strings.HasSuffix(w, "!") || strings.HasSuffix(w, ":")
+		switch w[len(w)-1] {
+		case '.', '?', '!', ':':
+			start = true
+		default:
+			start = false
+		}
 	}
 	// A closing "thanks" goes too.
 	for closing && len(out) > 1 && thanks[out[len(out)-1].w] {
@@ -250,6 +262,42 @@ func normalizeTo(dst []qtoken, text string) []qtoken {
 	clear(fields) // no reference into this request is kept
 	fieldsBuf = fields[:0]
 	return out
+}
+
+// wordFacts are the checks normalize makes on a word.
+type wordFacts struct {
+	alnum, digit, symbol, upper, ticker bool
+}
+
+// asciiFacts makes the checks in one pass over an ASCII word (hasAlnum,
+// hasDigit, hasSymbol, hasUpper, isTicker); false when s is not ASCII.
+func asciiFacts(s string) (f wordFacts, ok bool) {
+	caps, tickerOK := 0, true
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf:
+			return f, false
+		case 'a' <= c && c <= 'z':
+			f.alnum, tickerOK = true, false
+		case 'A' <= c && c <= 'Z':
+			f.alnum, f.upper = true, true
+			caps++
+		case '0' <= c && c <= '9':
+			f.alnum, f.digit = true, true
+		default:
+			tickerOK = false
+			if c != '-' && c != '\'' {
+				f.symbol = true
+			}
+		}
+	}
+	f.ticker = tickerOK && caps >= 2
+	return f, true
+}
+
+// unicodeFacts makes the same checks on any word.
+func unicodeFacts(s string) wordFacts {
+	return wordFacts{alnum: hasAlnum(s), digit: hasDigit(s), symbol: hasSymbol(s), upper: hasUpper(s), ticker: isTicker(s)}
 }
 
 // fieldsBuf is normalize's scratch for the question's fields (an instance
@@ -390,6 +438,9 @@ func isFrontable(w string) bool {
 // never a symbol that is all there is of it ("$?" stays "$?"; only double
 // quotes, which backticks became, go from around it).
 func trimToken(w string) string {
+	if len(w) > 0 && strings.IndexByte(`"('`, w[0]) < 0 && strings.IndexByte(`".,!?;:')`, w[len(w)-1]) < 0 {
+		return w // nothing to strip: most words
+	}
 	if t := strings.Trim(w, `"`); t != "" {
 		w = t
 	}

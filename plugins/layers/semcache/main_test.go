@@ -309,3 +309,26 @@ func TestGuardLiterals(t *testing.T) {
 		}
 	}
 }
+
+// TestNormalizeEmptyField: a fronted phrase closed by a lone comma leaves
+// an empty field behind (unfront trims the comma off its word), which the
+// word loop must pass over as before its byte-level rewrite.
+func TestNormalizeEmptyField(t *testing.T) {
+	for q, want := range map[string]string{
+		"In Go , how do I read a file": "how* read* file in* go*",
+		"for x , y z":                  "y z for x",
+		`On Base, "quoted, thing" ok`:  "quoted* thing* ok on* base*",
+	} {
+		var got []string
+		for _, tk := range normalize(q) {
+			w := tk.w
+			if tk.salient {
+				w += "*"
+			}
+			got = append(got, w)
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("normalize(%q) = %q, want %q", q, strings.Join(got, " "), want)
+		}
+	}
+}
