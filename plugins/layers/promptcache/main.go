@@ -258,35 +258,57 @@ func onRequest(in *wire.LayerRequest, res *wire.LayerResult) error {
 		plugin.CounterAdd(metricCacheKeys, 1)
 	}
 
-	match := prefixMatch(&in.Meta, sum[:16])
+	// "p:" and the hash's hex, in one string: the hex is the prefix_hash
+	// annotation, the whole the key of a request without a session.
+	pkey := prefixKey(sum[:16])
+	hashHex := pkey[2:]
+	match := prefixMatch(&in.Meta, sum[:16], pkey)
 
 	res.Patched = patched
 	res.Request.System, res.Request.Tools, res.Request.ToolChoice = sys, tools, req.ToolChoice
 	res.Request.Messages, res.Request.Extra = req.Messages, extra
-	hashHex := hex.EncodeToString(sum[:16])
-	res.Headers = append(res.Headers,
-		wire.KV{Key: HeaderPrefixTokens, Value: strconv.FormatInt(prefixTokens, 10)},
-		wire.KV{Key: HeaderPrefixBytes, Value: strconv.FormatInt(prefixBytes, 10)},
-		wire.KV{Key: HeaderPrefixMatch, Value: match},
-		wire.KV{Key: HeaderBreakpoints, Value: strconv.Itoa(added)})
-	res.Annotations = append(res.Annotations,
-		wire.KV{Key: AnnotationPrefixHash, Value: hashHex},
-		wire.KV{Key: AnnotationPrefixTokens, Value: strconv.FormatInt(prefixTokens, 10)})
+	tokens := strconv.FormatInt(prefixTokens, 10)
+	// The result is encoded before the next call begins, so its headers
+	// and annotations can live in one kept array (inside wasm each
+	// allocation costs about a microsecond).
+	kv := &scratchKV
+	*kv = [6]wire.KV{
+		{Key: HeaderPrefixTokens, Value: tokens},
+		{Key: HeaderPrefixBytes, Value: strconv.FormatInt(prefixBytes, 10)},
+		{Key: HeaderPrefixMatch, Value: match},
+		{Key: HeaderBreakpoints, Value: strconv.Itoa(added)},
+		{Key: AnnotationPrefixHash, Value: hashHex},
+		{Key: AnnotationPrefixTokens, Value: tokens},
+	}
+	res.Headers = append(res.Headers, kv[:4]...)
+	res.Annotations = append(res.Annotations, kv[4:]...)
 	if added > 0 {
 		plugin.CounterAdd(metricBreakpoints, float64(added))
 	}
 	return nil
 }
 
+// scratchKV holds a result's headers and annotations until it is encoded.
+var scratchKV [6]wire.KV
+
+// prefixKey is "p:" and the hex of sum, built in one allocation.
+func prefixKey(sum []byte) string {
+	var b [2 + 2*16]byte
+	b[0], b[1] = 'p', ':'
+	hex.Encode(b[2:], sum)
+	return string(b[:2+hex.EncodedLen(len(sum))])
+}
+
 // prefixMatch compares the stable prefix with the previous request of the
 // same session (Meta.Session; without one, requests with the same prefix
-// are one session) and remembers it for affinity_ttl, which is refreshed on
-// every request like a provider's cache.
-func prefixMatch(m *wire.Meta, sum []byte) string {
+// are one session: pkey, "p:" and the prefix's hash) and remembers it for
+// affinity_ttl, which is refreshed on every request like a provider's
+// cache.
+func prefixMatch(m *wire.Meta, sum []byte, pkey string) string {
 	var key string
 	switch {
 	case m.Session == "":
-		key = "p:" + hex.EncodeToString(sum)
+		key = pkey
 	case len(m.Session) > 200:
 		s := plugin.SHA256([]byte(m.Session))
 		key = "s#" + hex.EncodeToString(s[:16])
