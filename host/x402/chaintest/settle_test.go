@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"math/big"
 	"strconv"
 	"testing"
@@ -184,5 +185,44 @@ func TestBalanceChecked(t *testing.T) {
 	forged := newPayment(t, c, newKey(t), payer, payTo, 1_000_000, nil)
 	if _, err := v.Verify(t.Context(), forged.p, forged.req); x402.ReasonOf(err) != x402.ReasonSignature {
 		t.Fatalf("forged: %v, want %s", err, x402.ReasonSignature)
+	}
+}
+
+// TestSettleConcurrent: settlements racing on one settlement key each get
+// their own account nonce (one sender at a time), so all land: 12 payers,
+// 12 transactions, every transfer on chain.
+func TestSettleConcurrent(t *testing.T) {
+	c := chaintest.New(t, chaintest.Options{})
+	payTo := common.HexToAddress("0x00000000000000000000000000000000000b4a2d")
+	s := settler(t, c)
+	const n = 12
+	pms := make([]payment, n)
+	for i := range pms {
+		k := newKey(t)
+		c.Mint(t, chaintest.Address(k), big.NewInt(1_000_000))
+		pms[i] = newPayment(t, c, k, chaintest.Address(k), payTo, int64(1000+i), nil)
+	}
+	errs := make(chan error, n)
+	for _, pm := range pms {
+		go func() {
+			res, err := s.Settle(t.Context(), pm.p, pm.req)
+			if err == nil && !res.Success {
+				err = errors.New(res.ErrorReason)
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	var want int64
+	for i := range n {
+		want += int64(1000 + i)
+	}
+	wantBalance(t, c, "payTo", payTo, want)
+	if got, _ := c.Client.PendingNonceAt(t.Context(), s.SettlementAddress()); got != n {
+		t.Fatalf("settlement key sent %d transactions, want %d", got, n)
 	}
 }
