@@ -650,8 +650,10 @@ func decodeMiss(s string) (m miss, ok bool) {
 
 // The payload stored beside a vector (wire-encoded): the context hash, the
 // question (for the guard of later lookups), then the entry.
+// It is built in scratch.enc: the host copies what it stores, and the
+// request phase that also uses it is another call.
 func joinPayload(ctx, text string, entry []byte) []byte {
-	var e wire.Encoder
+	e := &scratch.enc
 	e.Reset()
 	e.String(ctx)
 	e.String(text)
@@ -684,7 +686,7 @@ func store(m miss, r *wire.Response) {
 	}
 	if len(m.vec) > 0 { // similar questions are looked up too
 		var tags []string
-		if hasAny(strings.ToLower(m.text), cfg.market) {
+		if hasAnyFold(m.text, cfg.market) {
 			tags = append(tags, tagMarket)
 		}
 		if err := plugin.VectorInsert(sc, m.id, m.vec, m.ttl, tags, payload); err != nil {
