@@ -410,6 +410,39 @@ func (a *automaton) scan(s string, fd found) {
 	}
 }
 
+// oneLine reports whether no match of pattern can contain '\n', and
+// whether it has no assertion about the text's own start or end (\A, \z,
+// ^ and $ without (?m)), which a line would change: then matching it in
+// each line alone finds what matching the whole text finds.
+func oneLine(pattern string) bool {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return false
+	}
+	var ok func(re *syntax.Regexp) bool
+	ok = func(re *syntax.Regexp) bool {
+		switch re.Op {
+		case syntax.OpBeginText, syntax.OpEndText, syntax.OpAnyChar:
+			return false
+		case syntax.OpLiteral:
+			return !slices.Contains(re.Rune, '\n')
+		case syntax.OpCharClass:
+			for i := 0; i+1 < len(re.Rune); i += 2 {
+				if re.Rune[i] <= '\n' && '\n' <= re.Rune[i+1] {
+					return false
+				}
+			}
+		}
+		for _, sub := range re.Sub {
+			if !ok(sub) {
+				return false
+			}
+		}
+		return true
+	}
+	return ok(re)
+}
+
 // splitAlternatives splits a pattern at its top-level "|" (outside groups
 // and character classes, not escaped).
 func splitAlternatives(pattern string) []string {

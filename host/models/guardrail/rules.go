@@ -40,6 +40,9 @@ type rulePart struct {
 	re *regexp.Regexp
 	// filter gates the regexp (see prefilter.go).
 	filter filter
+	// oneLine is set when no match can cross a line: the pattern matches
+	// no '\n' and has no ^ or $ of the whole text (see oneLine).
+	oneLine bool
 }
 
 // The rule table. Scores were set by judgement of how often legitimate text
@@ -264,7 +267,7 @@ func init() {
 		r.re = regexp.MustCompile(`(?i)` + r.Pattern)
 		for _, alt := range splitAlternatives(r.Pattern) {
 			p := `(?i)` + alt
-			r.parts = append(r.parts, rulePart{re: regexp.MustCompile(p), filter: patternFilter(p)})
+			r.parts = append(r.parts, rulePart{re: regexp.MustCompile(p), filter: patternFilter(p), oneLine: oneLine(p)})
 		}
 	}
 	vocabularyFilter = patternFilter(attackVocabulary.String())
@@ -283,13 +286,13 @@ func Rules() []Rule {
 	return out
 }
 
-// match reports whether r fires on text, with the matched snippet; fd is
-// scanText(text), for the prefilters. It is equivalent to matching the
-// whole pattern (r.re), part by part.
-func (r *Rule) match(text string, fd found) (start, end int, ok bool) {
+// match reports whether r fires on sc's text, with the matched snippet.
+// It is equivalent to matching the whole pattern (r.re), part by part.
+func (r *Rule) match(sc *scanned) (start, end int, ok bool) {
+	text := sc.text
 	also := r.also == nil
 	for _, p := range r.parts {
-		if !p.filter.pass(fd) {
+		if !p.filter.pass(sc.found) {
 			continue
 		}
 		if !also {
@@ -298,19 +301,83 @@ func (r *Rule) match(text string, fd found) (start, end int, ok bool) {
 			}
 			also = true
 		}
-		if !r.negatable {
-			if loc := p.re.FindStringIndex(text); loc != nil {
-				return loc[0], loc[1], true
+		if p.oneLine && strings.IndexByte(text, '\n') >= 0 {
+			// Every match lies in one line, so the leftmost is in the
+			// first line that has one: only lines with the part's
+			// literals are searched, each alone. A line ends at '\n' or
+			// the text's end, where \b, (?m:^) and (?m:$) see the same
+			// as in the whole text.
+			sc.cutLines()
+			for i, off := range sc.lineStart {
+				if !p.filter.pass(sc.lineFound[i]) {
+					continue
+				}
+				if st, en, ok := r.find(p.re, text, off, sc.line(i)); ok {
+					return st, en, true
+				}
 			}
 			continue
 		}
-		for _, loc := range p.re.FindAllStringIndex(text, -1) {
-			if !negated(text, loc[0]) {
-				return loc[0], loc[1], true
-			}
+		if st, en, ok := r.find(p.re, text, 0, text); ok {
+			return st, en, true
 		}
 	}
 	return 0, 0, false
+}
+
+// find returns the first match of re in s = text[off:off+len(s)] that
+// counts (one not negated, for a negatable rule), in text's positions.
+func (r *Rule) find(re *regexp.Regexp, text string, off int, s string) (start, end int, ok bool) {
+	if !r.negatable {
+		if loc := re.FindStringIndex(s); loc != nil {
+			return off + loc[0], off + loc[1], true
+		}
+		return 0, 0, false
+	}
+	for _, loc := range re.FindAllStringIndex(s, -1) {
+		if !negated(text, off+loc[0]) {
+			return off + loc[0], off + loc[1], true
+		}
+	}
+	return 0, 0, false
+}
+
+// scanned is a text ready for the rules: the prefilter literals it
+// contains and, cut on first use, its lines with theirs.
+type scanned struct {
+	text      string
+	found     found
+	lineStart []int // offsets of the lines' starts; nil until cutLines
+	lineFound []found
+}
+
+func newScanned(text string) *scanned { return &scanned{text: text, found: scanText(text)} }
+
+// cutLines fills lineStart and lineFound.
+func (sc *scanned) cutLines() {
+	if sc.lineStart != nil {
+		return
+	}
+	for off := 0; off <= len(sc.text); {
+		end := strings.IndexByte(sc.text[off:], '\n')
+		if end < 0 {
+			end = len(sc.text)
+		} else {
+			end += off
+		}
+		sc.lineStart = append(sc.lineStart, off)
+		sc.lineFound = append(sc.lineFound, scanText(sc.text[off:end]))
+		off = end + 1
+	}
+}
+
+// line returns line i without its '\n'.
+func (sc *scanned) line(i int) string {
+	s := sc.text[sc.lineStart[i]:]
+	if k := strings.IndexByte(s, '\n'); k >= 0 {
+		s = s[:k]
+	}
+	return s
 }
 
 // negated reports whether the sentence before position i (at most 40 bytes)
@@ -369,13 +436,14 @@ func ScoreRules(text string) RuleResult {
 	res.layout = proseView(text)
 	fired := make(map[string]bool)
 	discussing := -1 // unknown until a rule fires
-	scan := func(view, s string, fd found) bool {
+	scan := func(view string, sc *scanned) bool {
+		s := sc.text
 		any := false
 		for _, r := range rules {
 			if fired[r.Name] {
 				continue
 			}
-			if st, en, ok := r.match(s, fd); ok {
+			if st, en, ok := r.match(sc); ok {
 				fired[r.Name] = true
 				any = true
 				h := Hit{Rule: r.Name, Score: r.Score, View: view, Match: truncate(s[st:en], 80)}
@@ -397,29 +465,29 @@ func ScoreRules(text string) RuleResult {
 		}
 		return any
 	}
-	fd := scanText(text)
-	scan("", text, fd)
-	res.Hits = scoreMultilingual(text, fd, fired, res.Hits)
+	sc := newScanned(text)
+	scan("", sc)
+	res.Hits = scoreMultilingual(text, sc.found, fired, res.Hits)
 
 	if hidden, ok := decodeTags(text); ok {
 		res.Decoded = append(res.Decoded, hidden)
 		res.Hits = append(res.Hits, Hit{Rule: "unicode-tag-smuggling", Score: scoreTagSmuggling, View: "unicode-tags", Match: truncate(hidden, 80)})
-		scan("unicode-tags", hidden, scanText(hidden))
+		scan("unicode-tags", newScanned(hidden))
 	}
 	payloads := decodeBase64Payloads(text)
 	for _, p := range payloads {
 		res.Decoded = append(res.Decoded, p)
-		scan("base64", p, scanText(p))
+		scan("base64", newScanned(p))
 	}
 	if len(payloads) > 0 {
 		res.Hits = append(res.Hits, Hit{Rule: "encoded-payload", Score: scoreEncodedPayload, View: "base64", Match: truncate(payloads[0], 80)})
 	}
 	if looksROT13(text) {
-		if r := rot13(text); scan("rot13", r, scanText(r)) {
+		if r := rot13(text); scan("rot13", newScanned(r)) {
 			res.Decoded = append(res.Decoded, r)
 		}
 	}
-	if l, ok := unleet(text); ok && scan("leet", l, scanText(l)) {
+	if l, ok := unleet(text); ok && scan("leet", newScanned(l)) {
 		res.Decoded = append(res.Decoded, l)
 	}
 
