@@ -49,9 +49,13 @@ type ChainSettler struct {
 	sent    map[NonceKey]common.Hash // authorization -> its transaction, until settled
 }
 
-// ReasonTransactionFailed is the refusal for a settlement transaction
-// that was mined and reverted (the reference facilitator's code).
-const ReasonTransactionFailed = "invalid_exact_evm_transaction_failed"
+// Settlement refusals of ChainSettler, the reference facilitator's codes:
+// a transaction that was mined and reverted, and an ERC-6492 wallet whose
+// factory call would not deploy it.
+const (
+	ReasonTransactionFailed = "invalid_exact_evm_transaction_failed"
+	ReasonWalletDeployment  = "smart_wallet_deployment_failed"
+)
 
 // FiatToken v2.2's two transferWithAuthorization entry points: (v, r, s)
 // for ECDSA signatures, and bytes, which also takes ERC-1271 ones.
@@ -124,31 +128,34 @@ func (s *ChainSettler) Settle(ctx context.Context, p *PaymentPayload, req *Payme
 		// tells which, through the authorization's state.
 	}
 
+	code, err := s.Client.CodeAt(ctx, auth.From, nil)
+	if err != nil {
+		return nil, fmt.Errorf("x402: eth_getCode %s: %w", auth.From.Hex(), err)
+	}
+	contract := len(code) > 0
 	if w, wrapped, err := ParseERC6492(sig); wrapped {
 		if err != nil {
 			return no(ReasonSignature)
 		}
-		code, err := s.Client.CodeAt(ctx, auth.From, nil)
-		if err != nil {
-			return nil, fmt.Errorf("x402: eth_getCode %s: %w", auth.From.Hex(), err)
-		}
-		if len(code) == 0 {
+		if !contract {
 			if !slices.Contains(s.Factories, w.Factory) {
 				return no(ReasonFactoryNotAllowed)
 			}
 			// Deploy the wallet first: transferWithAuthorization asks it.
-			if reason, err := s.transact(ctx, w.Factory, w.Calldata, nil); reason != "" || err != nil {
-				if reason != "" {
-					reason = "smart_wallet_deployment_failed"
-				}
-				return no2(res, reason, err)
+			reason, err := s.transact(ctx, w.Factory, w.Calldata, nil)
+			if err != nil {
+				return nil, err
 			}
+			if reason != "" {
+				return no(ReasonWalletDeployment)
+			}
+			contract = true
 		}
 		sig = w.Signature
 	}
 
 	var data []byte
-	if len(sig) == 65 && !s.isContract(ctx, auth.From) {
+	if len(sig) == 65 && !contract {
 		v := sig[64]
 		if v < 27 {
 			v += 27
@@ -173,19 +180,14 @@ func (s *ChainSettler) Settle(ctx context.Context, p *PaymentPayload, req *Payme
 		s.sent[key] = h
 		s.mu.Unlock()
 	})
-	if reason != "" || err != nil {
-		return no2(res, reason, err)
-	}
-	s.forget(key)
-	res.Success, res.Transaction = true, hash.Hex()
-	return res, nil
-}
-
-func no2(res *SettlementResponse, reason string, err error) (*SettlementResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.ErrorReason = reason
+	if reason != "" {
+		return no(reason)
+	}
+	s.forget(key)
+	res.Success, res.Transaction = true, hash.Hex()
 	return res, nil
 }
 
@@ -206,11 +208,6 @@ func (s *ChainSettler) forget(key NonceKey) {
 	s.mu.Lock()
 	delete(s.sent, key)
 	s.mu.Unlock()
-}
-
-func (s *ChainSettler) isContract(ctx context.Context, a common.Address) bool {
-	code, err := s.Client.CodeAt(ctx, a, nil)
-	return err == nil && len(code) > 0
 }
 
 func (s *ChainSettler) chain(ctx context.Context) (*big.Int, error) {

@@ -108,6 +108,22 @@ func TestERC6492(t *testing.T) {
 	if res, err := settler(t, c).Settle(t.Context(), pm.p, pm.req); err != nil || res.Success || res.ErrorReason != x402.ReasonFactoryNotAllowed {
 		t.Fatalf("settle without allowed factories: %+v, %v", res, err)
 	}
+	// A factory call that cannot deploy (calldata the factory reverts on)
+	// is a bad signature at verification and, at settlement, refused
+	// before anything is sent.
+	broken := cf
+	broken.Calldata = append([]byte{}, cf.Calldata[:4]...) // deploy() with no arguments
+	bw := newPayment(t, c, owner, cf.Address, payTo, 2_000_000, func(sig []byte) []byte { return chaintest.Wrap6492(broken, sig) })
+	if _, err := verifier(c, factory).Verify(t.Context(), bw.p, bw.req); x402.ReasonOf(err) != x402.ReasonSignature {
+		t.Fatalf("verify with a failing factory call: %v, want %s", err, x402.ReasonSignature)
+	}
+	bs := settler(t, c, factory)
+	if res, err := bs.Settle(t.Context(), bw.p, bw.req); err != nil || res.Success || res.ErrorReason != x402.ReasonWalletDeployment {
+		t.Fatalf("settle with a failing factory call: %+v, %v", res, err)
+	}
+	if n, _ := c.Client.PendingNonceAt(t.Context(), bs.SettlementAddress()); n != 0 || c.HasCode(t, cf.Address) {
+		t.Fatalf("a failing deployment sent %d transactions", n)
+	}
 	res, err := settler(t, c, factory).Settle(t.Context(), pm.p, pm.req)
 	if err != nil || !res.Success {
 		t.Fatalf("settle: %+v, %v", res, err)
