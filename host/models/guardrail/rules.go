@@ -346,28 +346,40 @@ func (r *Rule) find(re *regexp.Regexp, text string, off int, s string) (start, e
 // contains and, cut on first use, its lines with theirs.
 type scanned struct {
 	text      string
+	folded    string // foldString(text)
 	found     found
 	lineStart []int // offsets of the lines' starts; nil until cutLines
 	lineFound []found
 }
 
-func newScanned(text string) *scanned { return &scanned{text: text, found: scanText(text)} }
+func newScanned(text string) *scanned {
+	folded := foldString(text)
+	return &scanned{text: text, folded: folded, found: literals.scan(folded)}
+}
 
-// cutLines fills lineStart and lineFound.
+// cutLines fills lineStart and lineFound. Folding maps '\n' to itself and
+// nothing else to it, so the folded text's lines are the lines' foldings.
 func (sc *scanned) cutLines() {
 	if sc.lineStart != nil {
 		return
 	}
-	for off := 0; off <= len(sc.text); {
-		end := strings.IndexByte(sc.text[off:], '\n')
-		if end < 0 {
-			end = len(sc.text)
-		} else {
-			end += off
-		}
+	n := strings.Count(sc.text, "\n") + 1
+	words := (len(literals.list) + 63) / 64
+	all := make(found, n*words)
+	sc.lineStart = make([]int, 0, n)
+	sc.lineFound = make([]found, 0, n)
+	off, foff := 0, 0
+	for i := 0; i < n; i++ {
 		sc.lineStart = append(sc.lineStart, off)
-		sc.lineFound = append(sc.lineFound, scanText(sc.text[off:end]))
-		off = end + 1
+		fd := all[i*words : (i+1)*words]
+		end, fend := len(sc.text), len(sc.folded)
+		if k := strings.IndexByte(sc.text[off:], '\n'); k >= 0 {
+			end = off + k
+			fend = foff + strings.IndexByte(sc.folded[foff:], '\n')
+		}
+		literals.ac.scan(sc.folded[foff:fend], fd)
+		sc.lineFound = append(sc.lineFound, fd)
+		off, foff = end+1, fend+1
 	}
 }
 
@@ -452,7 +464,7 @@ func ScoreRules(text string) RuleResult {
 				} else if view == "" && quoted(s, st, en) {
 					if discussing < 0 {
 						discussing = 0
-						if discussesAttacks(foldString(s)) {
+						if discussesAttacks(sc.folded) {
 							discussing = 1
 						}
 					}
