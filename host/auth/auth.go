@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bardoinference/bardo/host/pricing"
 	"github.com/bardoinference/bardo/host/store"
 )
 
@@ -89,6 +90,10 @@ type Principal struct {
 	// accountDisabled is the account's state when the record was loaded
 	// (false without Options.Accounts).
 	accountDisabled bool
+	// Spread, when above zero, caps the spread this request is priced at
+	// (an ERC-8004 delegation's reputation tier; set on a copy from
+	// Lookup, never on a shared record). 0: the account tier's.
+	Spread pricing.Spread
 }
 
 // Access is what a request wants to do.

@@ -72,6 +72,11 @@ func (m *Meter) Open(ctx context.Context, p *auth.Principal, ad *gateway.Admissi
 	m.refresh(ctx, a, now)
 	a.roll(k, now)
 	tier := m.tier(a.tier)
+	if p.Spread > 0 && p.Spread < tier.Spread {
+		// An ERC-8004 delegation's reputation tier (host/identity): it
+		// lowers the account tier's spread, never raises it.
+		tier.Spread = p.Spread
+	}
 	t := &tab{m: m, a: a, k: k, keyID: key.ID, spread: tier.Spread, direct: ad.Direct, inputTokens: ad.InputTokens,
 		asked: ad.Model, opened: now}
 	c.Tab = t

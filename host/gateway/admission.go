@@ -22,6 +22,11 @@ type Admission struct {
 	RemoteIP netip.Addr
 	Model    string // empty for endpoints without one
 	Spends   bool   // the request may cost money (a completion), not a read
+	// Method and Body are the request's, for credentials that sign them
+	// (an ERC-8004 delegation signs the method, path and body's hash).
+	// Set by the completion endpoints; empty elsewhere (a GET, no body).
+	Method string
+	Body   []byte
 
 	// What a reservation needs (Spends only).
 

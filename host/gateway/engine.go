@@ -84,7 +84,8 @@ func (g *Gateway) Serve(call *Call) *Outcome {
 
 	p, release := g.Pipelines.Acquire()
 	held.p, held.release = p, release
-	adm := &Admission{Dialect: d, Path: call.Path, Header: call.Header, RemoteIP: call.RemoteIP, Model: req.Model, Spends: true}
+	adm := &Admission{Dialect: d, Path: call.Path, Header: call.Header, RemoteIP: call.RemoteIP, Model: req.Model, Spends: true,
+		Method: "POST", Body: call.Body}
 	estimate(adm, p, req, call.Body)
 	adm.Direct = directOnly(p, call.Header, req.Model)
 	admitted := held.s.trace.Now()

@@ -7,11 +7,14 @@ package admit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 
 	"github.com/bardoinference/bardo/host/auth"
 	"github.com/bardoinference/bardo/host/gateway"
+	"github.com/bardoinference/bardo/host/identity"
+	"github.com/bardoinference/bardo/host/store"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -42,6 +45,10 @@ type Keys struct {
 	// token>": the user's account is billed as a key's (scopes none,
 	// then the Meter), under key id auth.PrivyKeyID.
 	Privy *auth.Privy
+	// Identity, when set, admits ERC-8004 delegations (X-Bardo-Delegation):
+	// a request signed for an agent linked to a key is billed as that key,
+	// at the agent's reputation spread when it is lower than the tier's.
+	Identity *identity.Service
 }
 
 // Payments admits requests paid per request.
@@ -78,6 +85,9 @@ func (k *Keys) Admit(ctx context.Context, a *gateway.Admission) (gateway.Caller,
 	if k.Privy != nil {
 		schemes = auth.WithPrivy(schemes)
 	}
+	if k.Identity != nil {
+		schemes = auth.WithDelegation(schemes)
+	}
 	cred, err := auth.Detect(a.Header, schemes)
 	if k.Payments != nil {
 		if err == nil && cred.Kind == auth.KindX402 {
@@ -91,6 +101,9 @@ func (k *Keys) Admit(ctx context.Context, a *gateway.Admission) (gateway.Caller,
 	}
 	if err == nil && cred.Kind == auth.KindPrivy && k.Privy != nil {
 		return k.admitPrivy(ctx, cred, a)
+	}
+	if err == nil && cred.Kind == auth.KindDelegation && k.Identity != nil {
+		return k.admitDelegation(ctx, cred, a)
 	}
 	if err == nil && cred.Kind != auth.KindKey {
 		err = errors.New("credential kind " + cred.Kind.String() + " is not accepted yet")
@@ -132,6 +145,37 @@ func (k *Keys) admitPrivy(ctx context.Context, cred auth.Credential, a *gateway.
 		return gateway.Caller{}, &wire.Error{Status: 503, Kind: wire.ErrOverloaded, Message: msgUnavailable, Retryable: true, RetryAfterMs: 1000}
 	}
 	return k.open(ctx, p, a)
+}
+
+// admitDelegation admits an ERC-8004 delegation: 401 naming why for a
+// delegation that does not verify (malformed, expired, replayed, not
+// linked, not the agent's signer, bad signature) or whose key no longer
+// admits; 503 when the chain or the store cannot be read; then as the
+// linked key, at the agent's reputation spread.
+func (k *Keys) admitDelegation(ctx context.Context, cred auth.Credential, a *gateway.Admission) (gateway.Caller, *wire.Error) {
+	method := a.Method
+	if method == "" {
+		method = "GET"
+	}
+	d, err := k.Identity.Delegate(ctx, cred.Value, method, a.Path, a.Body)
+	if err == nil {
+		var p *auth.Principal
+		if p, err = k.Auth.Lookup(ctx, d.KeyID); err == nil {
+			p.Spread = d.Standing.Tier.Spread
+			return k.open(ctx, p, a)
+		}
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, auth.ErrUnauthenticated) {
+			err = fmt.Errorf("%w: the linked key does not admit (%v)", identity.ErrRefused, err)
+		}
+	}
+	if errors.Is(err, identity.ErrRefused) {
+		k.log().Info("request refused", "path", a.Path, "ip", a.RemoteIP, "cause", err)
+		return gateway.Caller{}, &wire.Error{Status: 401, Kind: wire.ErrAuthentication,
+			Message: "ERC-8004 delegation refused: " + strings.TrimPrefix(err.Error(), identity.ErrRefused.Error()+": ")}
+	}
+	k.log().Error("identity", "err", err)
+	return gateway.Caller{}, &wire.Error{Status: 503, Kind: wire.ErrOverloaded, Retryable: true, RetryAfterMs: 2000,
+		Message: "ERC-8004 delegations cannot be checked right now (the chain or the store is unreachable); try again"}
 }
 
 // open checks a verified principal's scopes and meters its request.
