@@ -57,7 +57,9 @@ func (v *Vectorizer) Tokenize(text string) []string {
 // text is in the vocabulary.
 func (v *Vectorizer) Terms(text string) (ids []int64, counts []float32) {
 	toks := v.Tokenize(text)
-	counted := make(map[int32]float32, 2*len(toks))
+	// Every occurrence's id, then sorted and counted by runs: no map to
+	// build for a text's few dozen n-grams.
+	var seen []int64
 	var buf []byte
 	for n := v.minN; n <= v.maxN; n++ {
 		for i := 0; i+n <= len(toks); i++ {
@@ -70,18 +72,20 @@ func (v *Vectorizer) Terms(text string) (ids []int64, counts []float32) {
 			}
 			// The map index with string(buf) does not allocate.
 			if id, ok := v.vocab[string(buf)]; ok {
-				counted[id]++
+				seen = append(seen, int64(id))
 			}
 		}
 	}
-	ids = make([]int64, 0, len(counted))
-	for id := range counted {
-		ids = append(ids, int64(id))
-	}
-	slices.Sort(ids)
-	counts = make([]float32, len(ids))
-	for i, id := range ids {
-		counts[i] = counted[int32(id)]
+	slices.Sort(seen)
+	ids = make([]int64, 0, len(seen))
+	counts = make([]float32, 0, len(seen))
+	for i, id := range seen {
+		if i > 0 && id == seen[i-1] {
+			counts[len(counts)-1]++
+			continue
+		}
+		ids = append(ids, id)
+		counts = append(counts, 1)
 	}
 	return ids, counts
 }
