@@ -142,6 +142,10 @@ func check(args []string) error {
 		return err
 	}
 	defer d.Close()
+	// Lazy models load on first use when serving; a check loads them all.
+	if err := d.Models.LoadAll(); err != nil {
+		return err
+	}
 	p := d.Manager.Peek()
 	for _, w := range p.Config.Warnings {
 		fmt.Fprintln(os.Stderr, "warning: "+w)

@@ -809,6 +809,7 @@ index_max_entries = 5000
 name = "embed"
 kind = "glove"
 path = "glove"
+load = "lazy"
 
 [[model]]
 name = "guard"
@@ -826,8 +827,8 @@ batch_wait = "1ms"
 		t.Errorf("models = %+v, want %+v", cfg.Models, wantModels)
 	}
 	want := []Model{
-		{Name: "embed", Kind: "glove", Path: filepath.Join(dir, "m/glove"), MaxBatch: DefaultModelMaxBatch, BatchWait: DefaultModelBatchWait, Line: 8},
-		{Name: "guard", Kind: "bert-classifier", Path: filepath.Join(dir, "abs-model"), MaxBatch: 8, BatchWait: time.Millisecond, Line: 13},
+		{Name: "embed", Kind: "glove", Path: filepath.Join(dir, "m/glove"), MaxBatch: DefaultModelMaxBatch, BatchWait: DefaultModelBatchWait, Lazy: true, Line: 8},
+		{Name: "guard", Kind: "bert-classifier", Path: filepath.Join(dir, "abs-model"), MaxBatch: 8, BatchWait: time.Millisecond, Line: 14},
 	}
 	if !reflect.DeepEqual(cfg.ModelSpecs, want) {
 		t.Errorf("model specs\n got %+v\nwant %+v", cfg.ModelSpecs, want)
@@ -848,6 +849,7 @@ name = "Embed"
 kind = "word2vec"
 path = "missing"
 batch_wait = "1s"
+load = "later"
 
 [[model]]
 kind = "glove"
@@ -875,6 +877,7 @@ path = "missing"
 		"model[0].path: model directory not found",
 		"run `make models`",
 		"model[0].batch_wait: must be between 0s and 100ms",
+		`model[0].load: must be "start" (load with the pipeline) or "lazy" (on first use), got "later"`,
 		"model[1].name: required key is missing",
 		"model[1].path: required key is missing",
 		`model[3].name: duplicate model name "dup"`,

@@ -26,7 +26,11 @@ type Model struct {
 	Path      string // absolute model directory
 	MaxBatch  int
 	BatchWait time.Duration
-	Line      int
+	// Lazy defers loading the model (its session and weights) to its first
+	// use ([[model]] load = "lazy"); the default loads it with the
+	// pipeline, so a broken model fails the start or the reload.
+	Lazy bool
+	Line int
 }
 
 // ModelKinds are the model families the host loads (host/models).
@@ -45,7 +49,7 @@ const (
 
 var (
 	modelsKeys = []string{"runtime", "dir", "threads", "index_max_entries", "index_max_spaces"}
-	modelKeys  = []string{"name", "kind", "path", "max_batch", "batch_wait"}
+	modelKeys  = []string{"name", "kind", "path", "max_batch", "batch_wait", "load"}
 )
 
 func (c *checker) models(t map[string]any) Models {
@@ -130,6 +134,15 @@ func (c *checker) model(p string, t map[string]any, dir string) Model {
 			c.errf(joinKey(p, "batch_wait"), "must be between 0s and %s, got %s", maxModelBatchWait, v)
 		} else {
 			m.BatchWait = v
+		}
+	}
+	if v, ok := c.str(t, p, "load"); ok {
+		switch v {
+		case "start":
+		case "lazy":
+			m.Lazy = true
+		default:
+			c.errf(joinKey(p, "load"), `must be "start" (load with the pipeline) or "lazy" (on first use), got %q`, v)
 		}
 	}
 	return m

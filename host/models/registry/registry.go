@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bardoinference/bardo/host/config"
@@ -35,17 +36,82 @@ type Registry struct {
 	retired []*loaded          // removed at the last Sync, closed at the next
 }
 
+// loaded is one declared model. A lazy one ([[model]] load = "lazy") has
+// no session until its first use.
 type loaded struct {
 	spec config.Model
-	emb  models.Embedder
-	cls  models.Classifier
+	log  *slog.Logger
+	// open is the model once loaded: read without a lock on every call.
+	open atomic.Pointer[opened]
+
+	mu     sync.Mutex // serialises loading and closing
+	err    error      // the last lazy load's failure, returned until lazyRetry passes
+	tried  time.Time
+	closed bool
+}
+
+type opened struct {
+	emb models.Embedder
+	cls models.Classifier
+}
+
+// lazyRetry is how long a lazy model that failed to load answers with that
+// failure before it is tried again: every request must not pay for a
+// broken model directory.
+const lazyRetry = 10 * time.Second
+
+// errClosed is a call on a model its registry closed.
+var errClosed = errors.New("the model was closed")
+
+// ready returns the model, loading a lazy one on its first use (callers
+// meanwhile wait for that one load).
+func (l *loaded) ready() (*opened, error) {
+	if o := l.open.Load(); o != nil {
+		return o, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if o := l.open.Load(); o != nil {
+		return o, nil
+	}
+	switch {
+	case l.closed:
+		return nil, errClosed
+	case l.err != nil && time.Since(l.tried) < lazyRetry:
+		return nil, l.err
+	}
+	began := time.Now()
+	o, err := load(l.spec)
+	if err != nil {
+		l.err, l.tried = err, time.Now()
+		l.log.Error("model failed to load", "model", l.spec.Name, "kind", l.spec.Kind, "path", l.spec.Path, "err", err)
+		return nil, err
+	}
+	l.err = nil
+	l.open.Store(o)
+	l.log.Info("model loaded", "model", l.spec.Name, "kind", l.spec.Kind, "path", l.spec.Path,
+		"lazy", l.spec.Lazy, "took", time.Since(began).Round(time.Millisecond))
+	return o, nil
 }
 
 func (l *loaded) close() error {
-	if l.emb != nil {
-		return l.emb.Close()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	o := l.open.Swap(nil)
+	switch {
+	case o == nil:
+		return nil
+	case o.emb != nil:
+		return o.emb.Close()
 	}
-	return l.cls.Close()
+	return o.cls.Close()
+}
+
+// embedder reports whether the model's kind embeds (else it classifies),
+// known before a lazy model is loaded.
+func (l *loaded) embedder() bool {
+	return l.spec.Kind == "glove" || l.spec.Kind == "bert-encoder"
 }
 
 // New returns an empty registry.
@@ -76,15 +142,15 @@ func (r *Registry) Sync(opts config.Models, specs []config.Model) error {
 			next[s.Name] = l
 			continue
 		}
-		began := time.Now()
-		l, err := load(s)
-		if err != nil {
-			for _, f := range fresh {
-				f.close()
+		l := &loaded{spec: s, log: r.log}
+		if !s.Lazy {
+			if _, err := l.ready(); err != nil {
+				for _, f := range fresh {
+					f.close()
+				}
+				return fmt.Errorf("models: %s (line %d): %w", s.Name, s.Line, err)
 			}
-			return fmt.Errorf("models: %s (line %d): %w", s.Name, s.Line, err)
 		}
-		r.log.Info("model loaded", "model", s.Name, "kind", s.Kind, "path", s.Path, "took", time.Since(began).Round(time.Millisecond))
 		fresh = append(fresh, l)
 		next[s.Name] = l
 	}
@@ -113,34 +179,52 @@ func (r *Registry) snapshot() map[string]*loaded {
 	return r.models
 }
 
-func load(s config.Model) (*loaded, error) {
+func load(s config.Model) (*opened, error) {
 	switch s.Kind {
 	case "glove":
 		e, err := glove.Load(s.Path, glove.LoadOptions{Name: s.Name, MaxBatch: s.MaxBatch, MaxWait: s.BatchWait})
 		if err != nil {
 			return nil, err
 		}
-		return &loaded{spec: s, emb: e}, nil
+		return &opened{emb: e}, nil
 	case "bert-encoder":
 		e, err := bert.LoadEncoder(s.Path, bert.Options{Name: s.Name, MaxBatch: s.MaxBatch, MaxWait: s.BatchWait})
 		if err != nil {
 			return nil, err
 		}
-		return &loaded{spec: s, emb: e}, nil
+		return &opened{emb: e}, nil
 	case "bert-classifier":
 		c, err := bert.LoadClassifier(s.Path, bert.Options{Name: s.Name, MaxBatch: s.MaxBatch, MaxWait: s.BatchWait})
 		if err != nil {
 			return nil, err
 		}
-		return &loaded{spec: s, cls: c}, nil
+		return &opened{cls: c}, nil
 	case "tfidf-logreg":
 		c, err := guardrail.Load(s.Path, guardrail.LoadOptions{Name: s.Name, MaxBatch: s.MaxBatch, MaxWait: s.BatchWait})
 		if err != nil {
 			return nil, err
 		}
-		return &loaded{spec: s, cls: c}, nil
+		return &opened{cls: c}, nil
 	}
 	return nil, fmt.Errorf("unknown model kind %q", s.Kind)
+}
+
+// LoadAll loads every lazy model now (`bardo check` validates them all):
+// the first failure, naming its model.
+func (r *Registry) LoadAll() error {
+	for name, l := range r.snapshot() {
+		if _, err := l.ready(); err != nil {
+			return fmt.Errorf("models: %s (line %d): %w", name, l.spec.Line, err)
+		}
+	}
+	return nil
+}
+
+// Loaded reports whether model name has its session (a lazy one: whether
+// it was used), for tests and the operator.
+func (r *Registry) Loaded(name string) bool {
+	l, ok := r.snapshot()[name]
+	return ok && l.open.Load() != nil
 }
 
 // ErrUnknownModel is returned for a name no [[model]] entry declares.
@@ -160,10 +244,14 @@ func (r *Registry) Embed(ctx context.Context, name string, texts []string) ([][]
 	if err != nil {
 		return nil, err
 	}
-	if l.emb == nil {
+	if !l.embedder() {
 		return nil, fmt.Errorf("model %q is a classifier (kind %s), not an embedder", name, l.spec.Kind)
 	}
-	return l.emb.Embed(ctx, texts)
+	o, err := l.ready()
+	if err != nil {
+		return nil, fmt.Errorf("model %q: %w", name, err)
+	}
+	return o.emb.Embed(ctx, texts)
 }
 
 // Classify runs the classifier named name.
@@ -172,14 +260,18 @@ func (r *Registry) Classify(ctx context.Context, name string, texts []string) ([
 	if err != nil {
 		return nil, nil, err
 	}
-	if l.cls == nil {
+	if l.embedder() {
 		return nil, nil, fmt.Errorf("model %q is an embedder (kind %s), not a classifier", name, l.spec.Kind)
 	}
-	scores, err := l.cls.Classify(ctx, texts)
+	o, err := l.ready()
+	if err != nil {
+		return nil, nil, fmt.Errorf("model %q: %w", name, err)
+	}
+	scores, err := o.cls.Classify(ctx, texts)
 	if err != nil {
 		return nil, nil, err
 	}
-	return l.cls.Labels(), scores, nil
+	return o.cls.Labels(), scores, nil
 }
 
 // Embedder returns the embedder named name, for host code (benchmarks,
@@ -189,10 +281,14 @@ func (r *Registry) Embedder(name string) (models.Embedder, error) {
 	if err != nil {
 		return nil, err
 	}
-	if l.emb == nil {
+	if !l.embedder() {
 		return nil, fmt.Errorf("model %q is not an embedder", name)
 	}
-	return l.emb, nil
+	o, err := l.ready()
+	if err != nil {
+		return nil, fmt.Errorf("model %q: %w", name, err)
+	}
+	return o.emb, nil
 }
 
 // Close closes every model.
