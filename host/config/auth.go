@@ -9,6 +9,8 @@ type Auth struct {
 	Mode string
 	// Privy is the [auth.privy] table; nil when absent.
 	Privy *Privy
+	// Identity is the [auth.identity] table (ERC-8004); nil when absent.
+	Identity *Identity
 }
 
 // Auth modes.
@@ -17,7 +19,7 @@ const (
 	AuthOpen = "open"
 )
 
-var authKeys = []string{"mode", "privy"}
+var authKeys = []string{"mode", "privy", "identity"}
 
 func (c *checker) auth(tree map[string]any) Auth {
 	const p = "auth"
@@ -41,6 +43,9 @@ func (c *checker) auth(tree map[string]any) Auth {
 	}
 	if v, ok := t["privy"]; ok {
 		a.Privy = c.privy(v, a.Mode)
+	}
+	if v, ok := t["identity"]; ok {
+		a.Identity = c.identity(v, a.Mode)
 	}
 	return a
 }

@@ -85,6 +85,13 @@ func (d *Daemon) openKeys(ctx context.Context, cfg *config.Config) (*admit.Keys,
 		}
 		k.Privy = pv
 	}
+	if cfg.Auth.Identity != nil {
+		svc, err := d.openIdentity(ctx, cfg.Auth.Identity, s)
+		if err != nil {
+			return nil, nil, err
+		}
+		k.Identity = svc
+	}
 	if cfg.X402.Enabled {
 		pw, err := d.openPaywall(ctx, cfg.X402, s)
 		if err != nil {

@@ -158,6 +158,9 @@ func New(ctx context.Context, path string, opts Options) (_ *Daemon, err error) 
 		}
 		d.Gateway.Admitter, keyAuth = k, a
 		d.Gateway.Accounts = d.Meter
+		if k.Identity != nil {
+			d.Gateway.Identity = k.Identity
+		}
 		// What each active account can still spend, read at scrape time.
 		if err := d.Metrics.Register(d.Meter.Collector()); err != nil {
 			return nil, err

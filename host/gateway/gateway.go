@@ -91,6 +91,9 @@ type Gateway struct {
 	// Accounts serves a caller's GET /v1/balance, /v1/usage and
 	// /v1/usage/daily (balance.go); nil: those answer 404.
 	Accounts AccountReader
+	// Identity serves POST and DELETE /v1/identity/link (identity.go);
+	// nil: 404.
+	Identity IdentityLinker
 	// Tracer exports a span per request (host/telemetry/trace, tracing.go);
 	// nil: no tracing, at no cost.
 	Tracer *trace.Tracer
@@ -135,6 +138,8 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) bool {
 		g.responsesPost(ctx, method)
 	case "/v1/embeddings":
 		g.embeddings(ctx, method)
+	case "/v1/identity/link":
+		g.identityLink(ctx, method)
 	default:
 		if strings.HasPrefix(path, "/v1/responses/") {
 			g.responseByID(ctx, method, path)

@@ -43,7 +43,7 @@ type idRig struct {
 	idABI, repABI   abi.ABI
 	idReg, repReg   common.Address
 	owner, reviewer *ecdsa.PrivateKey
-	keyID           string
+	keyID, token    string
 	domain          x402.Domain
 	mu              sync.Mutex
 	now             time.Time
@@ -110,11 +110,11 @@ func newIDRig(t *testing.T) *idRig {
 		t.Fatal(err)
 	}
 	authn := auth.New(r.s, []byte("0123456789abcdef0123456789abcdef"), auth.Options{Accounts: r.s})
-	_, key, err := authn.Create(ctx, "acct_id", auth.KeySpec{Name: "agent"})
+	token, key, err := authn.Create(ctx, "acct_id", auth.KeySpec{Name: "agent"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.keyID = key.ID
+	r.keyID, r.token = key.ID, token
 	r.m, err = billing.New(billing.Config{Store: r.s})
 	if err != nil {
 		t.Fatal(err)
