@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net/url"
 	"strings"
 
 	ethereum "github.com/ethereum/go-ethereum"
@@ -157,6 +158,16 @@ func (r *Registry) Summary(ctx context.Context, agentID *big.Int) (Summary, erro
 
 var errRevert = errors.New("reverted")
 
+// scrub is err's text without the RPC URL an HTTP failure names (it may
+// carry a provider's API key): for *url.Error, only its operation and cause.
+func scrub(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Op + ": " + scrub(ue.Err)
+	}
+	return err.Error()
+}
+
 func (r *Registry) call(ctx context.Context, to common.Address, method string, args ...any) ([]any, error) {
 	data, err := registryABI.Pack(method, args...)
 	if err != nil {
@@ -167,7 +178,7 @@ func (r *Registry) call(ctx context.Context, to common.Address, method string, a
 		if isRevert(err) {
 			return nil, errRevert
 		}
-		return nil, fmt.Errorf("%w: %s on %s: %v", ErrChain, method, to.Hex(), err)
+		return nil, fmt.Errorf("%w: %s on %s: %s", ErrChain, method, to.Hex(), scrub(err))
 	}
 	if len(res) == 0 {
 		return nil, errRevert // no contract there, or an empty revert

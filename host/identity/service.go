@@ -32,6 +32,8 @@ type Store interface {
 	UnlinkIdentity(ctx context.Context, keyID string) (agent string, err error)
 	// IdentityKey returns the key agent is linked to (store.ErrNotFound).
 	IdentityKey(ctx context.Context, agent string) (string, error)
+	// KeyIdentity returns the agent linked to key keyID (store.ErrNotFound).
+	KeyIdentity(ctx context.Context, keyID string) (agent string, err error)
 }
 
 // Config configures a Service.
@@ -68,7 +70,13 @@ type Service struct {
 
 	mu     sync.Mutex
 	agents map[string]cachedAgent // by global agent id
+	keys   map[string]cachedKey   // the agent linked to a key, by key id
 	seen   map[[52]byte]time.Time // signer‖nonce of delegations within the window
+}
+
+type cachedKey struct {
+	agent *big.Int // nil: the key has no link
+	at    time.Time
 }
 
 type cachedAgent struct {
@@ -93,7 +101,7 @@ func New(cfg Config) *Service {
 		cfg.Now = time.Now
 	}
 	return &Service{cfg: cfg, chain: &x402.Chain{Client: cfg.Registry.Client},
-		agents: map[string]cachedAgent{}, seen: map[[52]byte]time.Time{}}
+		agents: map[string]cachedAgent{}, keys: map[string]cachedKey{}, seen: map[[52]byte]time.Time{}}
 }
 
 // GlobalID is the ERC's global agent id: eip155:<chainId>:<registry>:<agentId>.
@@ -157,7 +165,7 @@ func (s *Service) verify(ctx context.Context, signer common.Address, digest comm
 	}
 	ok, err := s.chain.ValidSignature(ctx, signer, digest, sig)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrChain, err)
+		return fmt.Errorf("%w: %s", ErrChain, scrub(err))
 	}
 	if !ok {
 		return refuse("bad signature: not %s's (ecrecover, ERC-1271)", signer.Hex())
@@ -229,6 +237,7 @@ func (s *Service) Link(ctx context.Context, keyID string, r *LinkRequest) (*Link
 	case err != nil:
 		return nil, err
 	}
+	s.forgetKey(keyID)
 	return &LinkResult{Agent: id, KeyID: keyID, Score: a.score, Tier: a.tier.Name, Spread: spreadText(a.tier)}, nil
 }
 
@@ -248,6 +257,7 @@ func (s *Service) fresh(ctx context.Context, agentID *big.Int) (cachedAgent, err
 // Unlink removes the link of key keyID.
 func (s *Service) Unlink(ctx context.Context, keyID string) (string, error) {
 	agent, err := s.cfg.Store.UnlinkIdentity(ctx, keyID)
+	s.forgetKey(keyID)
 	if errors.Is(err, store.ErrNotFound) {
 		return "", refuse("this key has no linked identity")
 	}
@@ -338,4 +348,59 @@ func spreadText(t Tier) string {
 func NewNonce() (n [32]byte) {
 	_, _ = rand.Read(n[:])
 	return n
+}
+
+// KeyStanding returns the standing of the agent linked to key keyID, ok
+// false when the key has no link: a linked key's own requests are priced
+// at its agent's tier too (the spec: linking unlocks the discounts). The
+// link and the standing are cached for CacheTTL; the link is forgotten at
+// once when this Service links or unlinks the key.
+func (s *Service) KeyStanding(ctx context.Context, keyID string) (st Standing, ok bool, err error) {
+	now := s.cfg.Now()
+	s.mu.Lock()
+	k, hit := s.keys[keyID]
+	s.mu.Unlock()
+	if !hit || now.Sub(k.at) >= s.cfg.CacheTTL {
+		agent, err := s.cfg.Store.KeyIdentity(ctx, keyID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			k = cachedKey{at: now}
+		case err != nil:
+			return st, false, err
+		default:
+			k = cachedKey{agent: s.agentOf(agent), at: now}
+		}
+		s.mu.Lock()
+		if len(s.keys) >= 100_000 {
+			clear(s.keys)
+		}
+		s.keys[keyID] = k
+		s.mu.Unlock()
+	}
+	if k.agent == nil {
+		return st, false, nil
+	}
+	st, err = s.Standing(ctx, k.agent)
+	return st, err == nil, err
+}
+
+// agentOf returns the agent id of a global id on the configured registry
+// (nil for another registry's: the operator changed it since the link).
+func (s *Service) agentOf(global string) *big.Int {
+	prefix := s.GlobalID(new(big.Int))
+	prefix = prefix[:len(prefix)-1] // without the "0"
+	if len(global) <= len(prefix) || global[:len(prefix)] != prefix {
+		return nil
+	}
+	n, ok := new(big.Int).SetString(global[len(prefix):], 10)
+	if !ok {
+		return nil
+	}
+	return n
+}
+
+func (s *Service) forgetKey(keyID string) {
+	s.mu.Lock()
+	delete(s.keys, keyID)
+	s.mu.Unlock()
 }

@@ -123,6 +123,19 @@ func (k *Keys) Admit(ctx context.Context, a *gateway.Admission) (gateway.Caller,
 		k.log().Error("key store", "err", err)
 		return gateway.Caller{}, &wire.Error{Status: 503, Kind: wire.ErrOverloaded, Message: msgUnavailable, Retryable: true, RetryAfterMs: 1000}
 	}
+	if k.Identity != nil {
+		// A key linked to an ERC-8004 agent is priced at the agent's tier.
+		// The chain being unreachable costs the discount, not the request.
+		st, linked, err := k.Identity.KeyStanding(ctx, p.Key.ID)
+		if err != nil {
+			k.log().Warn("identity standing", "key", p.Key.ID, "err", err)
+		}
+		if linked {
+			cp := *p // p is the authenticator's shared record
+			cp.Spread = st.Tier.Spread
+			p = &cp
+		}
+	}
 	return k.open(ctx, p, a)
 }
 

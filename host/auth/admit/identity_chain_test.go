@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"encoding/json"
+	"log/slog"
 	"math/big"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -17,6 +19,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/ethclient"
 	"github.com/valyala/fasthttp"
 
 	"github.com/bardoinference/bardo/host/auth"
@@ -176,12 +179,17 @@ func delegatedAdmission(header string, body []byte) *gateway.Admission {
 // the account was charged.
 func (r *idRig) charge(t *testing.T, header string) int64 {
 	t.Helper()
+	return r.chargeAdmission(t, delegatedAdmission(header, chatBody))
+}
+
+func (r *idRig) chargeAdmission(t *testing.T, adm *gateway.Admission) int64 {
+	t.Helper()
 	ctx := context.Background()
 	before, err := r.s.Account(ctx, "acct_id")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, werr := r.k.Admit(ctx, delegatedAdmission(header, chatBody))
+	c, werr := r.k.Admit(ctx, adm)
 	if werr != nil || c.Tenant != "acct_id" || c.Key != r.keyID || c.Tab == nil {
 		t.Fatalf("delegated request: %+v %+v", c, werr)
 	}
@@ -321,5 +329,74 @@ func TestDelegationRefused(t *testing.T) {
 	}
 	if _, werr := r.k.Admit(ctx, delegatedAdmission(r.delegation(t, owner, r.owner, 0, r.clock(), chatBody), chatBody)); werr == nil || !strings.Contains(werr.Message, "not linked") {
 		t.Errorf("after unlink: %+v", werr)
+	}
+}
+
+// The linked key's own requests (Authorization: Bearer bardo_sk_…) are
+// priced at the agent's tier too; before the link, and after the unlink,
+// at the account tier's (free: 25 %).
+func TestLinkedKeyBilledAtTierSpread(t *testing.T) {
+	r := newIDRig(t)
+	byKey := func() *gateway.Admission {
+		a := delegatedAdmission("", chatBody)
+		h := &fasthttp.RequestHeader{}
+		h.Set("Authorization", "Bearer "+r.token)
+		a.Header = h
+		return a
+	}
+	if got := r.chargeAdmission(t, byKey()); got != 5625 {
+		t.Fatalf("unlinked key: charged %d, want 4,500 × 1.25 = 5,625", got)
+	}
+	if _, err := r.link(t, chaintest.Address(r.owner), r.owner, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.chargeAdmission(t, byKey()); got != 5400 {
+		t.Fatalf("linked key, tier none: charged %d, want 5,400", got)
+	}
+	if _, err := r.svc.Unlink(context.Background(), r.keyID); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.chargeAdmission(t, byKey()); got != 5625 {
+		t.Fatalf("unlinked again: charged %d, want 5,625", got)
+	}
+}
+
+// An unreachable chain is the gateway's trouble: a delegation gets 503
+// (retryable), never a 401 or a 500; a linked key's own request is served
+// at the account tier's spread.
+func TestDelegationChainDown(t *testing.T) {
+	r := newIDRig(t)
+	if _, err := r.link(t, chaintest.Address(r.owner), r.owner, 0); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + l.Addr().String() + "/v2/secret-api-key" // a provider key in the path, as RPC URLs carry
+	l.Close() // nothing listens there now
+	client, err := ethclient.Dial(dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	svc := identity.New(identity.Config{Registry: identity.Registry{Client: client, Identity: r.idReg, Reputation: r.repReg,
+		Reviewers: []common.Address{chaintest.Address(r.reviewer)}}, Domain: r.domain, Store: r.s, Now: r.clock})
+	var logged strings.Builder
+	r.k.Identity = svc
+	r.k.Log = slog.New(slog.NewTextHandler(&logged, nil))
+	c, werr := r.k.Admit(context.Background(), delegatedAdmission(r.delegation(t, chaintest.Address(r.owner), r.owner, 0, r.clock(), chatBody), chatBody))
+	if werr == nil || werr.Status != 503 || !werr.Retryable || c.Tab != nil || strings.Contains(werr.Message, dead) {
+		t.Fatalf("chain down: %+v %+v", c, werr)
+	}
+	h := &fasthttp.RequestHeader{}
+	h.Set("Authorization", "Bearer "+r.token)
+	a := delegatedAdmission("", chatBody)
+	a.Header = h
+	if got := r.chargeAdmission(t, a); got != 5625 {
+		t.Fatalf("linked key with the chain down: charged %d, want the free tier's 5,625", got)
+	}
+	if !strings.Contains(logged.String(), "cannot be read") || strings.Contains(logged.String(), "secret-api-key") {
+		t.Fatalf("the log names the failure without the RPC URL: %s", logged.String())
 	}
 }
