@@ -374,7 +374,7 @@ func TestDelegationChainDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	dead := "http://" + l.Addr().String() + "/v2/secret-api-key" // a provider key in the path, as RPC URLs carry
-	l.Close() // nothing listens there now
+	l.Close()                                                    // nothing listens there now
 	client, err := ethclient.Dial(dead)
 	if err != nil {
 		t.Fatal(err)
