@@ -332,3 +332,18 @@ func TestNormalizeEmptyField(t *testing.T) {
 		}
 	}
 }
+
+// TestHasAnyFold: the one-pass, case-folding marker search finds what
+// strings.Contains on the lower-cased text does.
+func TestHasAnyFold(t *testing.T) {
+	texts := []string{"", "gas", "What is the PRICE", "Priceless", "no markers here", "Funding Rate now",
+		"funding  rate", "TVL", "tvl of aave", "Stop Loss at 5%", "my Wallet", "ggas", "apyr", "GAS É",
+		"prÉce", "PRICE É", "Éprice", "fundinG RATÉ", "my wallÉt", "\xffTVL", "stop lo\xffss", "x\u0130y"}
+	for _, markers := range [][]string{defaultMarket, defaultStrategy, {"a"}, {""}, nil, {"aa", "a"}, {"é"}, {"ré", "tvl"}, {"i\u0307"}} {
+		for _, s := range texts {
+			if got, want := hasAnyFold(s, markers), hasAny(strings.ToLower(s), markers); got != want {
+				t.Errorf("hasAnyFold(%q, %q) = %v, want %v", s, markers, got, want)
+			}
+		}
+	}
+}
