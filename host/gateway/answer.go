@@ -350,8 +350,9 @@ func (s *streamer) run(w *bufio.Writer) {
 	heartbeat := time.NewTicker(s.g.heartbeat())
 	defer heartbeat.Stop()
 	var (
-		batch []upstreamEvent
-		sses  []wire.SSE
+		batch      []upstreamEvent
+		sses       []wire.SSE
+		headersOut bool // the first batch wrote something: the headers are out
 	)
 	for {
 		var next upstreamEvent
@@ -472,6 +473,18 @@ func (s *streamer) run(w *bufio.Writer) {
 		if len(buf) > 0 && !s.write(w, buf) {
 			return
 		}
+		if len(buf) == 0 && !headersOut {
+			// The first batch said nothing yet (a translated stream's
+			// message_start becomes no OpenAI chunk until content): a
+			// comment, which every client ignores, takes the status and
+			// headers out now rather than with the first token — the
+			// transport sends nothing before the body's first bytes.
+			if _, err := w.WriteString(": keep-alive\n\n"); err != nil || w.Flush() != nil {
+				s.broken = true
+				return
+			}
+		}
+		headersOut = true
 		switch {
 		case werr != nil:
 			fail(werr)
