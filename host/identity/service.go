@@ -71,7 +71,13 @@ type Service struct {
 	mu     sync.Mutex
 	agents map[string]cachedAgent // by global agent id
 	keys   map[string]cachedKey   // the agent linked to a key, by key id
+	links  map[string]cachedLink  // the key linked to an agent, by global agent id
 	seen   map[[52]byte]time.Time // signer‖nonce of delegations within the window
+}
+
+type cachedLink struct {
+	keyID string // "": not linked
+	at    time.Time
 }
 
 type cachedKey struct {
@@ -101,7 +107,7 @@ func New(cfg Config) *Service {
 		cfg.Now = time.Now
 	}
 	return &Service{cfg: cfg, chain: &x402.Chain{Client: cfg.Registry.Client},
-		agents: map[string]cachedAgent{}, keys: map[string]cachedKey{}, seen: map[[52]byte]time.Time{}}
+		agents: map[string]cachedAgent{}, keys: map[string]cachedKey{}, links: map[string]cachedLink{}, seen: map[[52]byte]time.Time{}}
 }
 
 // GlobalID is the ERC's global agent id: eip155:<chainId>:<registry>:<agentId>.
@@ -288,12 +294,12 @@ func (s *Service) Delegate(ctx context.Context, header, method, path string, bod
 		return nil, refuse("delegation timestamp is in the future")
 	}
 	id := s.GlobalID(d.AgentID)
-	keyID, err := s.cfg.Store.IdentityKey(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, refuse("agent %s is not linked to a key: POST /v1/identity/link first", d.AgentID)
-	}
+	keyID, err := s.linkedKey(ctx, id, now)
 	if err != nil {
 		return nil, err
+	}
+	if keyID == "" {
+		return nil, refuse("agent %s is not linked to a key: POST /v1/identity/link first", d.AgentID)
 	}
 	a, err := s.agent(ctx, d.AgentID)
 	if errors.Is(err, ErrUnknownAgent) {
@@ -399,8 +405,34 @@ func (s *Service) agentOf(global string) *big.Int {
 	return n
 }
 
+// linkedKey returns the key agent (a global id) is linked to, "" for
+// none, from the cache when younger than CacheTTL.
+func (s *Service) linkedKey(ctx context.Context, agent string, now time.Time) (string, error) {
+	s.mu.Lock()
+	l, ok := s.links[agent]
+	s.mu.Unlock()
+	if ok && now.Sub(l.at) < s.cfg.CacheTTL {
+		return l.keyID, nil
+	}
+	keyID, err := s.cfg.Store.IdentityKey(ctx, agent)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return "", err
+	}
+	s.mu.Lock()
+	if len(s.links) >= 100_000 {
+		clear(s.links)
+	}
+	s.links[agent] = cachedLink{keyID: keyID, at: now}
+	s.mu.Unlock()
+	return keyID, nil
+}
+
+// forgetKey drops what is cached about keyID's link (and every agent's
+// link: a link or unlink is rare, and an agent moved between keys must
+// not act as the old one).
 func (s *Service) forgetKey(keyID string) {
 	s.mu.Lock()
 	delete(s.keys, keyID)
+	clear(s.links)
 	s.mu.Unlock()
 }

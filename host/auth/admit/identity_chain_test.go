@@ -59,7 +59,7 @@ func (r *idRig) advance(d time.Duration) {
 	r.mu.Unlock()
 }
 
-func registries(t *testing.T) (idA, repA *chaintest.Artifact) {
+func registries(t testing.TB) (idA, repA *chaintest.Artifact) {
 	b, err := os.ReadFile(filepath.Join(chaintest.ContractsDir(), "ERC8004Registries.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func registries(t *testing.T) (idA, repA *chaintest.Artifact) {
 	return art("IdentityRegistry"), art("ReputationRegistry")
 }
 
-func newIDRig(t *testing.T) *idRig {
+func newIDRig(t testing.TB) *idRig {
 	t.Helper()
 	ctx := context.Background()
 	ch := chaintest.New(t, chaintest.Options{})
@@ -133,7 +133,7 @@ func newIDRig(t *testing.T) *idRig {
 }
 
 // sign signs digest with key (v 27/28), as wallets do for EIP-712.
-func sign(t *testing.T, key *ecdsa.PrivateKey, digest common.Hash) []byte {
+func sign(t testing.TB, key *ecdsa.PrivateKey, digest common.Hash) []byte {
 	sig, err := crypto.Sign(digest[:], key)
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +142,7 @@ func sign(t *testing.T, key *ecdsa.PrivateKey, digest common.Hash) []byte {
 	return sig
 }
 
-func (r *idRig) link(t *testing.T, signer common.Address, key *ecdsa.PrivateKey, agent int64) (*identity.LinkResult, error) {
+func (r *idRig) link(t testing.TB, signer common.Address, key *ecdsa.PrivateKey, agent int64) (*identity.LinkResult, error) {
 	n := identity.NewNonce()
 	m := identity.LinkMessage{AgentID: big.NewInt(agent), KeyID: r.keyID, Nonce: n, Deadline: r.clock().Add(10 * time.Minute).Unix()}
 	return r.svc.Link(context.Background(), r.keyID, &identity.LinkRequest{AgentID: big.NewInt(agent).String(),
@@ -151,7 +151,7 @@ func (r *idRig) link(t *testing.T, signer common.Address, key *ecdsa.PrivateKey,
 }
 
 // delegation returns a signed delegation header for a request.
-func (r *idRig) delegation(t *testing.T, signer common.Address, key *ecdsa.PrivateKey, agent int64, at time.Time, body []byte) string {
+func (r *idRig) delegation(t testing.TB, signer common.Address, key *ecdsa.PrivateKey, agent int64, at time.Time, body []byte) string {
 	d := identity.Delegation{AgentID: big.NewInt(agent), Signer: signer, Timestamp: at.Unix(), Nonce: identity.NewNonce()}
 	m := identity.DelegationMessage{AgentID: d.AgentID, Method: "POST", Path: "/v1/chat/completions",
 		BodyHash: crypto.Keccak256Hash(body), Timestamp: d.Timestamp, Nonce: d.Nonce}
