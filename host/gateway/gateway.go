@@ -257,6 +257,7 @@ type attemptOutcome struct {
 	transient bool               // another try or provider may succeed
 	upStatus  int                // the upstream's own status, when it answered an error
 	unusable  bool               // the adapter refused a 2xx answer (VerifySuccess): no privacy confirmation, a bad receipt
+	saturated bool               // no free connection to the upstream: the gateway's limit, not the provider's failure
 }
 
 // attempt encodes the request for one provider and calls its upstream. A
@@ -291,7 +292,8 @@ func (g *Gateway) attempt(rctx context.Context, p *pipeline.Pipeline, x *pipelin
 		Method: call.Method, URL: call.URL, Headers: dropUnexpanded(call.Headers), Body: body, Stream: call.Stream,
 	})
 	if werr != nil {
-		return attemptOutcome{err: werr, transient: werr.Retryable || werr.Kind == wire.ErrTimeout}
+		return attemptOutcome{err: werr, transient: werr.Retryable || werr.Kind == wire.ErrTimeout,
+			saturated: werr.Kind == wire.ErrOverloaded}
 	}
 	if resp.Status/100 != 2 {
 		resp.Close()
@@ -514,6 +516,12 @@ func dropUnexpanded(hs []wire.KV) []wire.KV {
 func upstreamFailure(provider string, err error) *wire.Error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return &wire.Error{Status: 504, Kind: wire.ErrTimeout, Message: "upstream " + provider + " did not answer in time"}
+	}
+	if upstream.Saturated(err) {
+		// The gateway's own limit, not the upstream: overloaded, retried
+		// elsewhere or later, never an outage.
+		return &wire.Error{Status: 503, Kind: wire.ErrOverloaded, Retryable: true, RetryAfterMs: 1000,
+			Message: "the gateway's connections to upstream " + provider + " are all in use; retry shortly"}
 	}
 	return &wire.Error{Status: 502, Kind: wire.ErrUpstream, Retryable: true, Message: "upstream " + provider + " " + upstream.Reason(err)}
 }

@@ -63,6 +63,10 @@ func outcomeKind(out attemptOutcome) health.Kind {
 	switch {
 	case e == nil:
 		return health.OK
+	case out.saturated:
+		// The gateway ran out of its own connections to the provider:
+		// nothing was asked of it.
+		return health.Client
 	case out.unusable:
 		// An answer the adapter refused (Venice without its no-retention
 		// headers) is the deployment's doing, never the request's: like a

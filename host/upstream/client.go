@@ -37,7 +37,19 @@ type Config struct {
 	// connections; a server that closes first is caught before reuse
 	// anyway (see checkedConn).
 	IdleTimeout time.Duration
+	// MaxConns bounds the connections to one host [MaxConnsPerHost];
+	// ConnWait is how long a request past it waits for one [ConnWait].
+	MaxConns int
+	ConnWait time.Duration
 }
+
+// MaxConnsPerHost bounds the connections to one upstream host; a request
+// past it waits up to ConnWait for one to free (a stream holds its
+// connection to its end), then fails as Saturated.
+const (
+	MaxConnsPerHost = 1024
+	ConnWait        = 10 * time.Second
+)
 
 // DefaultIdleTimeout keeps idle upstream connections below the 60 s after
 // which common load balancers (AWS ALB, GCP) drop them and nginx's 75 s.
@@ -57,11 +69,19 @@ func NewClient(cfg Config) *Client {
 	if idle <= 0 {
 		idle = DefaultIdleTimeout
 	}
+	maxConns, wait := cfg.MaxConns, cfg.ConnWait
+	if maxConns <= 0 {
+		maxConns = MaxConnsPerHost
+	}
+	if wait <= 0 {
+		wait = ConnWait
+	}
 	return &Client{
 		timeout: cfg.Timeout,
 		hc: &fasthttp.Client{
 			Name:                          "bardo-inference",
-			MaxConnsPerHost:               1024,
+			MaxConnsPerHost:               maxConns,
+			MaxConnWaitTimeout:            wait,
 			MaxIdleConnDuration:           idle,
 			NoDefaultUserAgentHeader:      false,
 			DisableHeaderNamesNormalizing: true,
@@ -194,7 +214,7 @@ func (c *Client) Do(ctx context.Context, r *Request) (*Response, error) {
 		if errors.Is(err, fasthttp.ErrTimeout) {
 			return nil, fmt.Errorf("upstream %s: %w", hostOf(r.URL), context.DeadlineExceeded)
 		}
-		return nil, fmt.Errorf("%w: %s: %v", ErrConnect, hostOf(r.URL), err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrConnect, hostOf(r.URL), err) // Reason reads the cause
 	}
 	out := &Response{Status: resp.StatusCode()}
 	for k, v := range resp.Header.All() {
@@ -258,6 +278,13 @@ func Reason(err error) string {
 		return "failed the TLS handshake"
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		return "sent an answer larger than the gateway accepts"
+	case Saturated(err):
+		return "is busy: every connection the gateway may open to it is in use"
 	}
 	return "could not be reached"
 }
+
+// Saturated reports whether err is the gateway's own limit — no free
+// connection to the host within ConnWait — rather than anything the
+// upstream did: it must not count against the provider's health.
+func Saturated(err error) bool { return errors.Is(err, fasthttp.ErrNoFreeConns) }

@@ -117,3 +117,77 @@ func TestIdleClosedConnections(t *testing.T) {
 		})
 	}
 }
+
+// A request past the connection limit waits for a connection to free
+// (a stream holds one to its end) and goes out on it; past ConnWait it
+// fails as Saturated — the gateway's limit, said as such — not as an
+// unreachable upstream.
+func TestConnectionLimitWaitsThenSaturates(t *testing.T) {
+	release := make(chan struct{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("hold") != "" {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(200)
+			fmt.Fprint(w, "data: {\"a\":1}\n\n")
+			w.(http.Flusher).Flush()
+			<-release
+			fmt.Fprint(w, "data: [DONE]\n\n")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"ok":true}`)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	base := "http://" + ln.Addr().String() + "/v1/chat/completions"
+
+	c := NewClient(Config{Timeout: 10 * time.Second, MaxConns: 1, ConnWait: 300 * time.Millisecond})
+	held, err := c.Do(context.Background(), &Request{Method: "POST", URL: base + "?hold=1", Body: []byte(`{}`), Stream: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := held.Next(); err != nil {
+		t.Fatal(err)
+	}
+	// The one connection is held: the next request waits, then is told so.
+	_, err = c.Do(context.Background(), &Request{Method: "POST", URL: base, Body: []byte(`{}`)})
+	if !Saturated(err) || Reason(err) != "is busy: every connection the gateway may open to it is in use" {
+		t.Fatalf("past the limit: %v (%q)", err, Reason(err))
+	}
+	// Freed while a request waits: it goes out on the freed connection.
+	done := make(chan error, 1)
+	go func() {
+		c2 := NewClient(Config{Timeout: 10 * time.Second, MaxConns: 1, ConnWait: 5 * time.Second})
+		h, err := c2.Do(context.Background(), &Request{Method: "POST", URL: base + "?hold=1", Body: []byte(`{}`), Stream: true})
+		if err != nil {
+			done <- err
+			return
+		}
+		h.Next()
+		go func() {
+			// The stream ends while the next request waits: its connection
+			// goes back to the pool.
+			time.Sleep(100 * time.Millisecond)
+			close(release)
+			for {
+				if _, err := h.Next(); err != nil {
+					break
+				}
+			}
+			h.Close()
+		}()
+		resp, err := c2.Do(context.Background(), &Request{Method: "POST", URL: base, Body: []byte(`{}`)})
+		if err == nil {
+			resp.Close()
+		}
+		done <- err
+	}()
+	held.Abort()
+	if err := <-done; err != nil {
+		t.Fatalf("a request waiting for the freed connection: %v", err)
+	}
+}
