@@ -170,6 +170,10 @@ func (s *Service) verify(ctx context.Context, signer common.Address, digest comm
 		return nil
 	}
 	ok, err := s.chain.ValidSignature(ctx, signer, digest, sig)
+	if errors.Is(err, x402.ErrFactoryNotAllowed) {
+		// No factory is allowed here: a wallet must be deployed to sign.
+		return refuse("bad signature: %s is not deployed (ERC-6492 signatures are not accepted)", signer.Hex())
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %s", ErrChain, scrub(err))
 	}

@@ -400,3 +400,24 @@ func TestDelegationChainDown(t *testing.T) {
 		t.Fatalf("the log names the failure without the RPC URL: %s", logged.String())
 	}
 }
+
+// A wallet not deployed yet (an ERC-6492-wrapped signature) is refused
+// with a 401 naming it, not a 503: no factory is trusted for delegations.
+func TestDelegationCounterfactualRefused(t *testing.T) {
+	r := newIDRig(t)
+	owner := chaintest.Address(r.owner)
+	if _, err := r.link(t, owner, r.owner, 0); err != nil {
+		t.Fatal(err)
+	}
+	cf := r.ch.CounterfactualWallet(t, r.ch.DeployFactory(t), owner, [32]byte{7})
+	r.ch.Call(t, r.owner, r.idReg, r.idABI, "setAgentWallet", big.NewInt(0), cf.Address, big.NewInt(r.ch.Now(t).Add(time.Hour).Unix()), []byte{})
+	r.advance(61 * time.Second) // past the cached signers
+	d := identity.Delegation{AgentID: big.NewInt(0), Signer: cf.Address, Timestamp: r.clock().Unix(), Nonce: identity.NewNonce()}
+	m := identity.DelegationMessage{AgentID: d.AgentID, Method: "POST", Path: "/v1/chat/completions",
+		BodyHash: crypto.Keccak256Hash(chatBody), Timestamp: d.Timestamp, Nonce: d.Nonce}
+	d.Signature = chaintest.Wrap6492(cf, sign(t, r.owner, m.Digest(r.domain)))
+	c, werr := r.k.Admit(context.Background(), delegatedAdmission(d.Encode(), chatBody))
+	if werr == nil || werr.Status != 401 || !strings.Contains(werr.Message, "not deployed") || c.Tab != nil {
+		t.Fatalf("%+v %+v", c, werr)
+	}
+}
