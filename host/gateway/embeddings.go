@@ -102,7 +102,7 @@ func (g *Gateway) embeddings(ctx *fasthttp.RequestCtx, method string) {
 		g.settle(&s)
 	}()
 	caller, werr := g.admit(context.Background(), &Admission{Dialect: d, Path: "/v1/embeddings", Header: &ctx.Request.Header,
-		RemoteIP: remoteIP(ctx), Model: req.Model})
+		RemoteIP: remoteIP(ctx), Model: req.Model, Method: "POST", Body: ctx.PostBody()})
 	s.Tenant, s.Key = caller.Tenant, caller.Key
 	for _, kv := range caller.Headers {
 		ctx.Response.Header.Set(kv.Key, kv.Value)

@@ -77,7 +77,7 @@ func (g *Gateway) embedUpstream(ctx *fasthttp.RequestCtx, p *pipeline.Pipeline, 
 	model := req.Model
 	adm := &Admission{Dialect: d, Path: "/v1/embeddings", Header: &ctx.Request.Header, RemoteIP: remoteIP(ctx),
 		Model: model, Spends: true, InputTokens: int64(len(body)+bytesPerToken-1) / bytesPerToken,
-		Direct: directOnly(p, &ctx.Request.Header, model)}
+		Direct: directOnly(p, &ctx.Request.Header, model), Method: "POST", Body: ctx.PostBody()}
 	adm.Quotes = func() []Quote {
 		if pr, ok := embedDearest(p, model); ok {
 			return []Quote{{Model: model, Prices: pr}}

@@ -79,7 +79,7 @@ func (g *Gateway) countTokens(ctx *fasthttp.RequestCtx) {
 		ip = a.Unmap()
 	}
 	caller, werr := g.admit(ctx, &Admission{Dialect: d, Path: string(ctx.Path()), Header: &ctx.Request.Header,
-		RemoteIP: ip, Model: req.Model})
+		RemoteIP: ip, Model: req.Model, Method: "POST", Body: body})
 	if werr != nil {
 		WriteError(ctx, d, werr)
 		return

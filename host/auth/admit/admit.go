@@ -166,9 +166,16 @@ func (k *Keys) admitPrivy(ctx context.Context, cred auth.Credential, a *gateway.
 // admits; 503 when the chain or the store cannot be read; then as the
 // linked key, at the agent's reputation spread.
 func (k *Keys) admitDelegation(ctx context.Context, cred auth.Credential, a *gateway.Admission) (gateway.Caller, *wire.Error) {
+	if strings.HasPrefix(a.Path, "/v1/responses") {
+		// The Responses front admits a request twice (to read the stored
+		// turn, then the completion it converts to), which a single-use
+		// delegation cannot pass, and the engine sees the converted body.
+		return gateway.Caller{}, &wire.Error{Status: 401, Kind: wire.ErrAuthentication,
+			Message: "ERC-8004 delegations are not accepted on /v1/responses: use /v1/chat/completions or /v1/messages, or a bardo_sk_ key"}
+	}
 	method := a.Method
 	if method == "" {
-		method = "GET"
+		method = "GET" // reads: no body
 	}
 	d, err := k.Identity.Delegate(ctx, cred.Value, method, a.Path, a.Body)
 	if err == nil {

@@ -313,6 +313,12 @@ func TestDelegationRefused(t *testing.T) {
 			t.Errorf("%s: %+v %+v", name, c, werr)
 		}
 	}
+	// The Responses front admits twice: delegations are refused there.
+	resp := delegatedAdmission(r.delegation(t, owner, r.owner, 0, now, chatBody), chatBody)
+	resp.Path = "/v1/responses"
+	if c, werr := r.k.Admit(ctx, resp); werr == nil || werr.Status != 401 || !strings.Contains(werr.Message, "/v1/responses") || c.Tab != nil {
+		t.Errorf("/v1/responses: %+v %+v", c, werr)
+	}
 	// A replay within the window.
 	h := r.delegation(t, owner, r.owner, 0, r.clock(), chatBody)
 	if c, werr := r.k.Admit(ctx, delegatedAdmission(h, chatBody)); werr != nil {
