@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -525,5 +526,58 @@ func TestRetryLostAnswer(t *testing.T) {
 	}
 	if _, e := r.keys.Admit(context.Background(), admission(newPayment(t, r, key).headers(t))); e != nil {
 		t.Fatalf("payer refused after its debt cleared: %+v", e)
+	}
+}
+
+// A settlement that can no longer be made because its authorization
+// expired — a long answer settled at its end, the facilitator down until
+// then — is written off, not held against the payer (no retry could ever
+// clear it, so the payer would be refused for good). A payer whose own
+// failure it was (insufficient funds: the wallet emptied after being
+// served) still owes.
+func TestExpiredSettlementWrittenOff(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fail  func(r *rig, key *ecdsa.PrivateKey)
+		owing bool
+	}{
+		{"facilitator down", func(r *rig, _ *ecdsa.PrivateKey) { r.fac.Down(1) }, false},
+		{"wallet emptied", func(r *rig, key *ecdsa.PrivateKey) {
+			r.fac.SetBalance(crypto.PubkeyToAddress(key.PublicKey).Hex(), 0)
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			clock := time.Now()
+			var mu sync.Mutex
+			now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+			pw, err := paywall.New(context.Background(), paywall.Config{PayTo: payTo, Settler: &x402.Facilitator{URL: r.fac.URL},
+				Nonces: r.st, Owed: r.st, Usage: r.st, Now: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.pw, r.keys = pw, &admit.Keys{Payments: pw}
+			key := wallet(t)
+			c, e := r.keys.Admit(context.Background(), admission(newPayment(t, r, key).headers(t)))
+			if e != nil {
+				t.Fatal(e)
+			}
+			tc.fail(r, key)
+			mu.Lock()
+			clock = clock.Add(5 * time.Minute) // past the authorization's validBefore (now + 100 s)
+			mu.Unlock()
+			c.Tab.Close(ok)
+			owed, err := r.st.X402Owed(context.Background(), "", 10)
+			if err != nil || (len(owed) == 1) != tc.owing {
+				t.Fatalf("owed %+v (%v), want owing %v", owed, err, tc.owing)
+			}
+			mu.Lock()
+			clock = time.Now()
+			mu.Unlock()
+			_, e = r.keys.Admit(context.Background(), admission(newPayment(t, r, key).headers(t)))
+			if (e != nil) != tc.owing {
+				t.Fatalf("the payer's next request: %+v, want refused %v", e, tc.owing)
+			}
+		})
 	}
 }

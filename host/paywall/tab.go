@@ -3,6 +3,7 @@ package paywall
 import (
 	"context"
 	"encoding/json"
+	"math/big"
 	"strings"
 
 	"github.com/bardoinference/bardo/host/gateway"
@@ -82,24 +83,73 @@ func (t *tab) Close(s *gateway.Settlement) gateway.Bill {
 	return b
 }
 
-// record keeps a failed settlement and marks its payer as owing.
+// record keeps a failed settlement and marks its payer as owing — unless
+// it can never settle through no fault of the payer's (lost, below): then
+// it is kept for the record as written off, and the payer is not refused.
 func (p *Paywall) record(reqID, payer string, pl *x402.PaymentPayload, req *x402.PaymentRequirements, reason string) {
 	pj, err1 := json.Marshal(pl)
 	rj, err2 := json.Marshal(req)
-	p.mu.Lock()
-	p.owed[payer] = reason
-	p.mu.Unlock()
+	lost := p.lost(pl, reason)
+	if !lost {
+		p.mu.Lock()
+		p.owed[payer] = reason
+		p.mu.Unlock()
+	}
 	if err1 != nil || err2 != nil {
 		p.cfg.Log.Error("x402: cannot encode a failed settlement", "request_id", reqID)
 		return
 	}
-	_, err := p.cfg.Owed.AddX402Settlement(context.Background(), store.X402Settlement{
-		Payer: payer, RequestID: reqID, Network: req.Network, Amount: pl.Payload.Authorization.Value, Payload: pj, Requirements: rj,
-		Attempts: 1, LastError: reason, Created: p.cfg.Now()})
+	rec := store.X402Settlement{Payer: payer, RequestID: reqID, Network: req.Network, Amount: pl.Payload.Authorization.Value,
+		Payload: pj, Requirements: rj, Attempts: 1, LastError: reason, Created: p.cfg.Now()}
+	if lost {
+		rec.LastError = writtenOff + reason
+	}
+	id, err := p.cfg.Owed.AddX402Settlement(context.Background(), rec)
 	if err != nil {
 		// The payer stays refused in this process; the record is lost on
 		// restart, which the log says.
 		p.cfg.Log.Error("x402: cannot record a failed settlement", "request_id", reqID, "payer", payer, "err", err)
+		return
+	}
+	if lost {
+		p.writeOff(context.Background(), id, payer, reason)
+	}
+}
+
+// writtenOff prefixes the last error of a settlement that will never be
+// made and is not the payer's debt.
+const writtenOff = "written off: "
+
+// lost reports whether a failed settlement can never be made and the
+// payer is not to blame: its authorization's window has passed (a long
+// stream settled at its end, the facilitator down until then) and the
+// failure was the expiry or the gateway's side. Refusing the payer for it
+// would refuse them for good — no retry can settle an expired
+// authorization. A failure of the payer's own (insufficient funds: the
+// wallet emptied after being served) stays owed.
+func (p *Paywall) lost(pl *x402.PaymentPayload, reason string) bool {
+	switch reason {
+	case x402.ReasonUnexpectedSettle, x402.ReasonValidBefore, x402.ReasonUptoDeadline:
+	default:
+		return false
+	}
+	end := pl.Payload.Authorization.ValidBefore
+	if a := pl.Payload.Permit2Authorization; a != nil {
+		end = a.Deadline
+	}
+	t, ok := new(big.Int).SetString(end, 10)
+	return ok && t.Cmp(big.NewInt(p.cfg.Now().Unix())) <= 0
+}
+
+// writeOff closes record id as never to be settled.
+func (p *Paywall) writeOff(ctx context.Context, id int64, payer, reason string) {
+	p.cfg.Log.Warn("x402: settlement lost — its authorization expired before it could be made; the payer is not refused for it",
+		"id", id, "payer", payer, "reason", reason)
+	if err := p.cfg.Owed.X402Attempted(ctx, id, writtenOff+reason); err != nil {
+		p.cfg.Log.Error("x402: recording a settlement attempt", "id", id, "err", err)
+	}
+	if err := p.cfg.Owed.X402Settled(ctx, id, "", p.cfg.Now()); err != nil {
+		p.cfg.Log.Error("x402: writing a settlement off", "id", id, "err", err)
 	}
 }
 
@@ -142,6 +192,10 @@ func (p *Paywall) Retry(ctx context.Context, payer string) {
 				p.cfg.Log.Error("x402: recording a settlement", "id", o.ID, "err", err)
 			}
 			p.cfg.Log.Warn("x402: owed settlement found already used on chain; counted as paid", "id", o.ID, "payer", o.Payer)
+			continue
+		}
+		if p.lost(&pl, reason) && !strings.HasPrefix(o.LastError, x402.ReasonInsufficientFunds) {
+			p.writeOff(ctx, o.ID, o.Payer, reason)
 			continue
 		}
 		still[o.Payer] = reason
