@@ -78,6 +78,9 @@ var eip3009ABI = func() abi.ABI {
 // Settle implements the paywall's Settler: it transfers an exact payment's
 // authorization on chain and answers with the transaction hash.
 func (s *ChainSettler) Settle(ctx context.Context, p *PaymentPayload, req *PaymentRequirements) (*SettlementResponse, error) {
+	if req.Scheme == SchemeUpto {
+		return s.settleUpto(ctx, p, req)
+	}
 	res := &SettlementResponse{Network: req.Network, Payer: p.Payload.Authorization.From}
 	no := func(reason string) (*SettlementResponse, error) {
 		res.ErrorReason = reason
@@ -142,7 +145,7 @@ func (s *ChainSettler) Settle(ctx context.Context, p *PaymentPayload, req *Payme
 				return no(ReasonFactoryNotAllowed)
 			}
 			// Deploy the wallet first: transferWithAuthorization asks it.
-			reason, err := s.transact(ctx, w.Factory, w.Calldata, nil)
+			reason, err := s.transact(ctx, w.Factory, w.Calldata, revertReason, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -171,7 +174,7 @@ func (s *ChainSettler) Settle(ctx context.Context, p *PaymentPayload, req *Payme
 		return no(ReasonInvalidPayload)
 	}
 	var hash common.Hash
-	reason, err := s.transact(ctx, token, data, func(h common.Hash) {
+	reason, err := s.transact(ctx, token, data, revertReason, func(h common.Hash) {
 		hash = h
 		s.mu.Lock()
 		if s.sent == nil {
@@ -232,7 +235,8 @@ func (s *ChainSettler) chain(ctx context.Context) (*big.Int, error) {
 // a refusal (its reason read from the revert message) and sends nothing;
 // a mined transaction that reverted is ReasonTransactionFailed. sent, when
 // set, learns the hash as soon as the transaction is out.
-func (s *ChainSettler) transact(ctx context.Context, to common.Address, data []byte, sent func(common.Hash)) (string, error) {
+// why maps a revert to its code (revertReason for FiatToken's).
+func (s *ChainSettler) transact(ctx context.Context, to common.Address, data []byte, why func(error) string, sent func(common.Hash)) (string, error) {
 	if s.Key == nil || s.Key.key == nil {
 		return "", errors.New("x402: chain settlement needs a settlement key")
 	}
@@ -240,14 +244,14 @@ func (s *ChainSettler) transact(ctx context.Context, to common.Address, data []b
 	msg := ethereum.CallMsg{From: from, To: &to, Data: data}
 	if _, err := s.Client.CallContract(ctx, msg, nil); err != nil {
 		if isRevert(err) {
-			return revertReason(err), nil
+			return why(err), nil
 		}
 		return "", fmt.Errorf("x402: simulating the settlement: %w", err)
 	}
 	gas, err := s.Client.EstimateGas(ctx, msg)
 	if err != nil {
 		if isRevert(err) {
-			return revertReason(err), nil
+			return why(err), nil
 		}
 		return "", fmt.Errorf("x402: estimating gas: %w", err)
 	}

@@ -129,6 +129,37 @@ func (w *Permit2Witness) Wire(from common.Address) *Permit2Authorization {
 	return &a
 }
 
+// ParsePermit2Authorization reads an upto payload's message: its signer
+// and the typed authorization.
+func ParsePermit2Authorization(pa *Permit2Authorization) (common.Address, *Permit2Witness, error) {
+	from, err := ParseAddress(pa.From)
+	if err != nil {
+		return from, nil, fmt.Errorf("permit2Authorization.from: %w", err)
+	}
+	var w Permit2Witness
+	var errs [8]error
+	w.Token, errs[0] = ParseAddress(pa.Permitted.Token)
+	w.Amount, errs[1] = parseUint256(pa.Permitted.Amount)
+	w.Spender, errs[2] = ParseAddress(pa.Spender)
+	w.Nonce, errs[3] = parseUint256(pa.Nonce)
+	w.Deadline, errs[4] = parseUint256(pa.Deadline)
+	w.To, errs[5] = ParseAddress(pa.Witness.To)
+	w.Facilitator, errs[6] = ParseAddress(pa.Witness.Facilitator)
+	w.ValidAfter, errs[7] = parseUint256(pa.Witness.ValidAfter)
+	if err := errors.Join(errs[:]...); err != nil {
+		return from, nil, fmt.Errorf("permit2Authorization: %w", err)
+	}
+	return from, &w, nil
+}
+
+// NonceKey is the authorization's key in a NonceStore: Permit2's nonces
+// are per owner (unordered), whatever the token.
+func (w *Permit2Witness) NonceKey(chainID uint64, from common.Address) NonceKey {
+	key := NonceKey{ChainID: chainID, Token: Permit2Address, From: from}
+	w.Nonce.FillBytes(key.Nonce[:])
+	return key
+}
+
 // VerifiedUpto is an accepted upto authorization.
 type VerifiedUpto struct {
 	Payer    common.Address
@@ -140,8 +171,9 @@ type VerifiedUpto struct {
 // verification steps 1, 4, 5 and 6 say (signature, amount, time window,
 // token and network), plus the spender (the upto proxy), the witness's
 // recipient and facilitator, and the nonce (claimed in v.Nonces). Steps 2,
-// 3 and 7 (Permit2 allowance, balance, simulation) need a chain and are
-// left to the facilitator's settlement. Errors are *VerifyError.
+// 3 and 7 (Permit2 allowance, balance, simulation of the proxy's settle
+// at the maximum) need a chain: done with v.Chain set (*Chain), else left
+// to the facilitator's settlement. Errors are *VerifyError.
 func (v *Verifier) VerifyUpto(ctx context.Context, p *PaymentPayload, req *PaymentRequirements) (*VerifiedUpto, error) {
 	now := time.Now
 	if v.Now != nil {
@@ -164,24 +196,11 @@ func (v *Verifier) VerifyUpto(ctx context.Context, p *PaymentPayload, req *Payme
 	if pa == nil {
 		return nil, refuse(ReasonInvalidPayload, "", "no permit2Authorization")
 	}
-	var w Permit2Witness
-	from, err := ParseAddress(pa.From)
+	from, w, err := ParsePermit2Authorization(pa)
 	if err != nil {
-		return nil, refuse(ReasonInvalidPayload, pa.From, "from: %w", err)
+		return nil, refuse(ReasonInvalidPayload, pa.From, "%w", err)
 	}
 	payer := from.Hex()
-	var errs [8]error
-	w.Token, errs[0] = ParseAddress(pa.Permitted.Token)
-	w.Amount, errs[1] = parseUint256(pa.Permitted.Amount)
-	w.Spender, errs[2] = ParseAddress(pa.Spender)
-	w.Nonce, errs[3] = parseUint256(pa.Nonce)
-	w.Deadline, errs[4] = parseUint256(pa.Deadline)
-	w.To, errs[5] = ParseAddress(pa.Witness.To)
-	w.Facilitator, errs[6] = ParseAddress(pa.Witness.Facilitator)
-	w.ValidAfter, errs[7] = parseUint256(pa.Witness.ValidAfter)
-	if err := errors.Join(errs[:]...); err != nil {
-		return nil, refuse(ReasonInvalidPayload, payer, "permit2Authorization: %w", err)
-	}
 	switch {
 	case w.Token != token:
 		return nil, refuse(ReasonUptoToken, payer, "permitted token %s, asset is %s", w.Token.Hex(), token.Hex())
@@ -220,8 +239,12 @@ func (v *Verifier) VerifyUpto(ctx context.Context, p *PaymentPayload, req *Payme
 	if signer != from {
 		return nil, refuse(ReasonUptoSignature, payer, "signature is by %s, not by from", signer.Hex())
 	}
-	key := NonceKey{ChainID: chainID, Token: Permit2Address, From: from}
-	w.Nonce.FillBytes(key.Nonce[:])
+	if v.Chain != nil {
+		if err := v.uptoChecks(ctx, payer, from, w, sig); err != nil {
+			return nil, err
+		}
+	}
+	key := w.NonceKey(chainID, from)
 	if v.Nonces != nil {
 		// Permit2's nonces are unordered and per owner; they expire with the
 		// deadline.

@@ -77,8 +77,11 @@ type Chain struct {
 	// gas with (FundETH).
 	Admin, Owner, Faucet *ecdsa.PrivateKey
 
-	token  abi.ABI
-	mineMu sync.Mutex
+	token    abi.ABI
+	permit2  abi.ABI
+	upto     abi.ABI
+	deployer *ecdsa.PrivateKey // deploys Permit2 and the upto proxy, so no test key's nonce moves
+	mineMu   sync.Mutex
 }
 
 // Client is the simulated chain's RPC client; SendTransaction also mines
@@ -120,7 +123,7 @@ func New(t testing.TB, o Options) *Chain {
 	proxy := Load(t, "FiatTokenProxy")
 
 	c := &Chain{ChainID: new(big.Int).SetUint64(o.ChainID), USDC: o.USDC, token: impl.ABI,
-		Admin: newKey(t), Owner: newKey(t), Faucet: newKey(t)}
+		Admin: newKey(t), Owner: newKey(t), Faucet: newKey(t), deployer: newKey(t)}
 	owner := crypto.PubkeyToAddress(c.Owner.PublicKey)
 	// The owner deploys the library (nonce 0) and the implementation
 	// (nonce 1), so the implementation's address is known before the
@@ -133,6 +136,8 @@ func New(t testing.TB, o Options) *Chain {
 		owner: {Balance: new(big.Int).Mul(big.NewInt(1000), ether)},
 		crypto.PubkeyToAddress(c.Admin.PublicKey):  {Balance: new(big.Int).Mul(big.NewInt(1000), ether)},
 		crypto.PubkeyToAddress(c.Faucet.PublicKey): {Balance: new(big.Int).Mul(big.NewInt(1_000_000), ether)},
+		Address(c.deployer):                        {Balance: new(big.Int).Mul(big.NewInt(1000), ether)},
+		Create2Deployer:                            {Code: create2DeployerCode, Balance: new(big.Int)},
 		o.USDC: {Code: proxy.Runtime, Balance: new(big.Int), Storage: map[common.Hash]common.Hash{
 			implementationSlot: common.BytesToHash(implAddr[:]),
 			adminSlot:          common.BytesToHash(crypto.PubkeyToAddress(c.Admin.PublicKey).Bytes()),
@@ -191,6 +196,7 @@ func New(t testing.TB, o Options) *Chain {
 	c.Call(t, c.Owner, o.USDC, impl.ABI, "initializeV2_2", []common.Address{}, "USDC")
 	maxAllowance := new(big.Int).Lsh(big.NewInt(1), 200)
 	c.Call(t, c.Owner, o.USDC, impl.ABI, "configureMinter", owner, maxAllowance)
+	c.deployPermit2(t)
 	return c
 }
 
