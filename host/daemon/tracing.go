@@ -26,7 +26,8 @@ func (d *Daemon) openTracing(tel config.Telemetry, getenv func(string) string) e
 		return fmt.Errorf("daemon: %w", err)
 	}
 	t, err := trace.New(trace.Config{Endpoint: tel.Endpoint, Headers: headers, SampleRatio: tel.SampleRatio,
-		ServiceName: tel.ServiceName, CaptureContent: tel.CaptureContent})
+		ServiceName: tel.ServiceName, CaptureContent: tel.CaptureContent,
+		Dropped: func(n int) { d.Metrics.Add("bardo_trace_spans_dropped_total", float64(n)) }})
 	if err != nil {
 		return fmt.Errorf("daemon: telemetry: %w", err)
 	}

@@ -83,4 +83,6 @@ var Catalog = []Desc{
 		Help: "Streamed answers by how they ended: ended, broken (an error event ended it) or client_gone."},
 	{Name: "bardo_internal_completions_total", Type: "counter", Labels: []string{"provider", "code"},
 		Help: "Layers' internal completions (the complete host function), by provider and status code."},
+	{Name: "bardo_trace_spans_dropped_total", Type: "counter", Labels: nil,
+		Help: "Trace spans dropped because the tracer's queues were full (the collector too slow or down): the settled requests waiting to be built, or the spans waiting to be exported."},
 }

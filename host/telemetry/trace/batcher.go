@@ -22,7 +22,8 @@ type batcher struct {
 
 	mu      sync.Mutex
 	queue   []sdktrace.ReadOnlySpan
-	dropped uint64
+	lost    uint64    // spans dropped at the bound
+	dropped func(int) // told of each (Config.Dropped), when set
 
 	kick     chan struct{} // a full batch, or a flush, is waiting
 	flushed  chan struct{} // closed and replaced after each export
@@ -48,8 +49,11 @@ func (b *batcher) OnEnd(s sdktrace.ReadOnlySpan) {
 	}
 	b.mu.Lock()
 	if len(b.queue) >= b.max*4 {
-		b.dropped++
+		b.lost++
 		b.mu.Unlock()
+		if b.dropped != nil {
+			b.dropped(1)
+		}
 		return
 	}
 	b.queue = append(b.queue, s)

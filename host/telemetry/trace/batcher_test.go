@@ -70,8 +70,8 @@ func TestBatcher(t *testing.T) {
 	stopped := &batcher{exp: exp, interval: time.Hour, max: 4, kick: make(chan struct{}, 1), flushed: make(chan struct{})}
 	tp2 := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(stopped))
 	endSpans(tp2, 20)
-	if len(stopped.queue) != 16 || stopped.dropped != 4 {
-		t.Fatalf("queued %d, dropped %d; want 16, 4", len(stopped.queue), stopped.dropped)
+	if len(stopped.queue) != 16 || stopped.lost != 4 {
+		t.Fatalf("queued %d, dropped %d; want 16, 4", len(stopped.queue), stopped.lost)
 	}
 
 	endSpans(tp, 2)

@@ -4,8 +4,16 @@
 // and each upstream attempt. It is off unless [telemetry] configures it
 // (host/config); off, every hook is a nil check and allocates nothing.
 //
-// The request's span rides its context (Context), so the hooks deeper in
-// (host/pipeline's layer calls, host/gateway's failover loop, a layer's
+// On, the request path only records: each hook takes a timestamp and
+// writes a few typed fields into the request's Request (ids are drawn
+// there, as the SDK would draw them). The OpenTelemetry spans are built
+// from those records after the request settles, on the Tracer's
+// goroutine (build.go), through the SDK (its sampler, resource, limits
+// and processor) with the recorded ids and timestamps — the SDK's
+// allocations and attribute handling cost CPU there, not latency here.
+//
+// The request's record rides its context (Context), so the hooks deeper
+// in (host/pipeline's layer calls, host/gateway's failover loop, a layer's
 // internal completion) find their parent there without a new parameter.
 package trace
 
@@ -13,26 +21,27 @@ import (
 	"context"
 	"errors"
 	"net/url"
-	"strconv"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	oteltrace "go.opentelemetry.io/otel/trace"
-
-	"github.com/bardoinference/bardo/sdk/wire"
 )
 
 // Batching: spans leave every batchInterval, or as soon as batchSize have
 // ended (the SDK's defaults: 5 s, 512); at most 4 × batchSize wait.
+// Settled requests wait for the builder at most buildInterval, or until
+// buildBatch of them are waiting; past maxPending more are dropped.
 const (
 	batchInterval = 5 * time.Second
 	batchSize     = 512
+	buildInterval = time.Second
+	buildBatch    = 64
+	maxPending    = 1024
 )
 
 // ScopeName is the instrumentation scope of the gateway's spans.
@@ -54,18 +63,43 @@ type Config struct {
 	CaptureContent bool
 	// Exporter replaces the OTLP/HTTP exporter (benchmarks, tests).
 	Exporter sdktrace.SpanExporter
+	// Dropped, when set, is told of spans dropped because the queues
+	// were full (a collector too slow or down); it must not block.
+	Dropped func(spans int)
 }
 
 // Tracer starts the spans of requests; a nil *Tracer traces nothing.
 type Tracer struct {
 	tp      *sdktrace.TracerProvider
 	tracer  oteltrace.Tracer
+	sampler sdktrace.Sampler
 	prop    propagation.TraceContext
 	content bool
+	dropped func(int)
+
+	mu      sync.Mutex
+	pending []*Request // settled, waiting to be built
+
+	kick     chan struct{}      // buildBatch requests wait
+	flush    chan chan struct{} // build now, then close the channel
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
 }
 
 // New builds a Tracer exporting in batches, in the background.
 func New(cfg Config) (*Tracer, error) {
+	t, err := newTracer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	go t.run()
+	return t, nil
+}
+
+// newTracer is New without the builder's goroutine (tests and benchmarks
+// build in their own).
+func newTracer(cfg Config) (*Tracer, error) {
 	exp := cfg.Exporter
 	if exp == nil {
 		u, err := url.Parse(cfg.Endpoint)
@@ -94,332 +128,117 @@ func New(cfg Config) (*Tracer, error) {
 	if cfg.ServiceVersion != "" {
 		attrs = append(attrs, attribute.String("service.version", cfg.ServiceVersion))
 	}
+	sampler := sdktrace.ParentBased(sdktrace.TraceIDRatioBased(cfg.SampleRatio))
+	bat := newBatcher(exp, batchInterval, batchSize)
+	bat.dropped = cfg.Dropped
 	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithSpanProcessor(newBatcher(exp, batchInterval, batchSize)),
-		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(cfg.SampleRatio))),
+		sdktrace.WithSpanProcessor(bat),
+		// The same sampler decides again when the spans are built: the
+		// same parent and trace id, the same answer as at Start.
+		sdktrace.WithSampler(sampler),
+		sdktrace.WithIDGenerator(presetIDs{}),
 		// NewSchemaless: no schema URL to disagree with the SDK's default
 		// resource, which would fail the merge.
 		sdktrace.WithResource(resource.NewSchemaless(attrs...)),
 	)
-	return &Tracer{tp: tp, tracer: tp.Tracer(ScopeName), content: cfg.CaptureContent}, nil
+	t := &Tracer{tp: tp, tracer: tp.Tracer(ScopeName), sampler: sampler, content: cfg.CaptureContent, dropped: cfg.Dropped,
+		pending: make([]*Request, 0, buildBatch), kick: make(chan struct{}, 1), flush: make(chan chan struct{}),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	return t, nil
 }
 
-// Flush exports every ended span now.
+// Flush builds and exports every settled request's spans now.
 func (t *Tracer) Flush(ctx context.Context) error {
 	if t == nil {
 		return nil
 	}
+	built := make(chan struct{})
+	select {
+	case t.flush <- built:
+		select {
+		case <-built:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	case <-t.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	return t.tp.ForceFlush(ctx)
 }
 
-// Shutdown flushes and stops the exporter.
+// Shutdown builds what has settled, flushes and stops the exporter.
 func (t *Tracer) Shutdown(ctx context.Context) error {
 	if t == nil {
 		return nil
 	}
+	t.stopOnce.Do(func() { close(t.stop) })
+	select {
+	case <-t.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	return t.tp.Shutdown(ctx)
 }
 
-// Header reads a caller's request headers (gateway.Header fits).
-type Header interface {
-	Peek(name string) []byte
-}
-
-// carrier reads the W3C trace context from a caller's headers.
-type carrier struct{ h Header }
-
-func (c carrier) Get(key string) string { return string(c.h.Peek(key)) }
-func (c carrier) Set(string, string)    {}
-func (c carrier) Keys() []string        { return []string{"traceparent", "tracestate"} }
-
-// Start is the moment a request is known to the engine: the caller's
-// traceparent is continued, else a trace begins. began is when the front
-// took the request. nil: not traced (tracing off, or not sampled).
-func (t *Tracer) Start(h Header, began time.Time, requestID, dialect, endpoint string, req *wire.Request) *Request {
-	if t == nil {
-		return nil
-	}
-	ctx := context.Background()
-	if h != nil {
-		ctx = t.prop.Extract(ctx, carrier{h})
-	}
-	attrs := make([]attribute.KeyValue, 0, 12)
-	attrs = append(attrs,
-		GenAIOperationName.String("chat"),
-		GenAIRequestModel.String(req.Model),
-		BardoRequestID.String(requestID),
-		BardoDialect.String(dialect),
-		attribute.String("url.path", endpoint),
-		BardoStream.Bool(req.Stream),
-	)
-	ps := &req.Params
-	if ps.Set&wire.HasMaxTokens != 0 {
-		attrs = append(attrs, GenAIRequestMaxTokens.Int64(ps.MaxTokens))
-	}
-	if ps.Set&wire.HasTemperature != 0 {
-		attrs = append(attrs, GenAIRequestTemperature.Float64(ps.Temperature))
-	}
-	if ps.Set&wire.HasTopP != 0 {
-		attrs = append(attrs, GenAIRequestTopP.Float64(ps.TopP))
-	}
-	ctx, span := t.tracer.Start(ctx, "chat "+req.Model, oteltrace.WithSpanKind(oteltrace.SpanKindServer),
-		oteltrace.WithTimestamp(began), oteltrace.WithAttributes(attrs...))
-	if !span.IsRecording() {
-		return nil
-	}
-	r := &Request{t: t, span: span, req: req}
-	r.ctx = context.WithValue(ctx, requestKey{}, r)
-	return r
-}
-
-// Request is one traced request; every method of a nil *Request does
-// nothing.
-type Request struct {
-	t    *Tracer
-	span oteltrace.Span
-	ctx  context.Context // the span and r, for child spans
-	req  *wire.Request   // what went upstream, by the end (layers patch it in place)
-
-	mu     sync.Mutex
-	layers []string // layer calls' names, in order, each once
-}
-
-type requestKey struct{}
-
-// Context returns parent carrying r's span (for the layers' and the
-// failover loop's child spans); parent itself when r is nil.
-func (r *Request) Context(parent context.Context) context.Context {
-	if r == nil {
-		return parent
-	}
-	return context.WithValue(oteltrace.ContextWithSpan(parent, r.span), requestKey{}, r)
-}
-
-func fromContext(ctx context.Context) *Request {
-	r, _ := ctx.Value(requestKey{}).(*Request)
-	return r
-}
-
-// Admission records the caller's admission, from began until now: the
-// tenant is not recorded (an account id is the operator's business, not
-// the trace backend's); a refusal's status and kind are.
-func (r *Request) Admission(began time.Time, refused *wire.Error) {
-	if r == nil {
+// settled queues r for the builder; it never blocks, and wakes the builder
+// only when a batch is waiting (a wake-up per request would cost the
+// loaded machine more than the building, as the batcher found for spans).
+func (t *Tracer) settled(r *Request) {
+	t.mu.Lock()
+	if len(t.pending) >= maxPending {
+		t.mu.Unlock()
+		t.drop(r.spanCount())
 		return
 	}
-	_, sp := r.t.tracer.Start(r.ctx, "bardo.admission", oteltrace.WithTimestamp(began))
-	if refused != nil {
-		sp.SetAttributes(attribute.Int64("http.response.status_code", refused.Status), attribute.String("error.type", refused.Kind))
-		sp.SetStatus(codes.Error, refused.Kind)
-	}
-	sp.End()
-}
-
-// Route records the routing decision, from began until now: how the
-// request is routed (explicit: the model's providers in file order;
-// otherwise the intent's source) and, when none can serve, why.
-func (r *Request) Route(began time.Time, mode string, failed *wire.Error) {
-	if r == nil {
-		return
-	}
-	_, sp := r.t.tracer.Start(r.ctx, "bardo.route", oteltrace.WithTimestamp(began),
-		oteltrace.WithAttributes(BardoRouteMode.String(mode)))
-	if failed != nil {
-		sp.SetAttributes(attribute.Int64("http.response.status_code", failed.Status), attribute.String("error.type", failed.Kind))
-		sp.SetStatus(codes.Error, failed.Kind)
-	}
-	sp.End()
-}
-
-// Span is a child span in progress; the zero Span (not traced) does
-// nothing.
-type Span struct {
-	s oteltrace.Span
-}
-
-// StartLayer starts the span of one call into a layer plugin, when ctx
-// belongs to a traced request. op is the plugin export (on_request, …).
-func StartLayer(ctx context.Context, layer, op string) (context.Context, Span) {
-	r := fromContext(ctx)
-	if r == nil {
-		return ctx, Span{}
-	}
-	r.mu.Lock()
-	if !containsString(r.layers, layer) {
-		r.layers = append(r.layers, layer)
-	}
-	r.mu.Unlock()
-	ctx, sp := r.t.tracer.Start(ctx, "bardo.layer "+layer,
-		oteltrace.WithAttributes(BardoLayerName.String(layer), BardoLayerOp.String(op)))
-	return ctx, Span{sp}
-}
-
-// EndLayer ends a layer call's span; failure is "" or what went wrong
-// (error, timeout, trap, …), never the plugin's message.
-func (s Span) EndLayer(failure string) {
-	if s.s == nil {
-		return
-	}
-	if failure != "" {
-		s.s.SetAttributes(attribute.String("error.type", failure))
-		s.s.SetStatus(codes.Error, failure)
-	}
-	s.s.End()
-}
-
-// StartAttempt starts the span of one upstream attempt (try counts from
-// 1), a client span under the GenAI conventions.
-func StartAttempt(ctx context.Context, provider, model string, try int) (context.Context, Span) {
-	r := fromContext(ctx)
-	if r == nil {
-		return ctx, Span{}
-	}
-	ctx, sp := r.t.tracer.Start(ctx, "chat "+model, oteltrace.WithSpanKind(oteltrace.SpanKindClient),
-		oteltrace.WithAttributes(GenAIOperationName.String("chat"), GenAIProviderName.String(provider),
-			GenAIRequestModel.String(model), BardoAttemptTry.Int(try)))
-	return ctx, Span{sp}
-}
-
-// EndAttempt ends an attempt's span: status is the upstream's HTTP status
-// (0: none, the connection failed or the adapter answered itself), and a
-// failure its canonical kind and whether another try may succeed.
-func (s Span) EndAttempt(status int, failure string, transient bool) {
-	if s.s == nil {
-		return
-	}
-	if status != 0 {
-		s.s.SetAttributes(attribute.Int("http.response.status_code", status))
-	}
-	if failure != "" {
-		s.s.SetAttributes(attribute.String("error.type", failure), BardoAttemptTransient.Bool(transient))
-		s.s.SetStatus(codes.Error, failure)
-	}
-	s.s.End()
-}
-
-func containsString(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
+	t.pending = append(t.pending, r)
+	full := len(t.pending) == buildBatch
+	t.mu.Unlock()
+	if full {
+		select {
+		case t.kick <- struct{}{}:
+		default:
 		}
 	}
-	return false
 }
 
-// Outcome is what a request came to, at its settlement.
-type Outcome struct {
-	Status    int
-	Path      string // upstream, passthrough, layer, local, stale, error
-	Provider  string
-	Model     string
-	Cache     string // X-Bardo-Cache
-	Streamed  bool
-	StreamEnd string
-	Usage     *wire.Usage
-	Response  *wire.Response // a decoded answer (id, finish reason, content), nil otherwise
-	// A decoded stream's id and finish reason (Response is nil).
-	ResponseID, FinishReason string
-	Err                      *wire.Error
-	Tried                    []string // failed attempts (X-Bardo-Fallback)
-	Degraded                 []string // X-Bardo-Degraded
-	// Billed: the tab closed with these figures, in micro-USD.
-	Billed             bool
-	CostMicros         int64
-	ChargeMicros       int64
-	SavingsMicros      int64
-	FirstByte, Latency time.Duration
+func (t *Tracer) drop(spans int) {
+	if t.dropped != nil && spans > 0 {
+		t.dropped(spans)
+	}
 }
 
-// End ends the request's span with its outcome; a stream's at its
-// settlement. Calling it again does nothing.
-func (r *Request) End(o *Outcome) {
-	if r == nil || !r.span.IsRecording() {
-		return
-	}
-	sp := r.span
-	attrs := make([]attribute.KeyValue, 0, 24)
-	attrs = append(attrs, attribute.Int("http.response.status_code", o.Status), BardoPath.String(o.Path))
-	if o.Provider != "" {
-		attrs = append(attrs, GenAIProviderName.String(o.Provider))
-	}
-	if o.Model != "" {
-		attrs = append(attrs, GenAIResponseModel.String(o.Model))
-	}
-	if u := o.Usage; u != nil {
-		attrs = append(attrs, GenAIUsageInputTokens.Int64(u.InputTokens), GenAIUsageOutputTokens.Int64(u.OutputTokens))
-		if u.CacheReadTokens != 0 {
-			attrs = append(attrs, GenAIUsageCacheReadInputTokens.Int64(u.CacheReadTokens))
-		}
-		if u.CacheWriteTokens != 0 {
-			attrs = append(attrs, GenAIUsageCacheCreationInputTokens.Int64(u.CacheWriteTokens))
+// run is the builder: it turns settled requests into spans every
+// buildInterval, when a batch waits, on a flush, and at the stop.
+func (t *Tracer) run() {
+	defer close(t.done)
+	tick := time.NewTicker(buildInterval)
+	defer tick.Stop()
+	var b builder
+	for {
+		select {
+		case <-t.stop:
+			t.buildPending(&b)
+			return
+		case built := <-t.flush:
+			t.buildPending(&b)
+			close(built)
+		case <-tick.C:
+			t.buildPending(&b)
+		case <-t.kick:
+			t.buildPending(&b)
 		}
 	}
-	id, finish := o.ResponseID, o.FinishReason
-	if resp := o.Response; resp != nil {
-		id, finish = resp.ID, resp.StopReason
-	}
-	if id != "" {
-		attrs = append(attrs, GenAIResponseID.String(id))
-	}
-	if finish != "" {
-		attrs = append(attrs, GenAIResponseFinishReasons.StringSlice([]string{finish}))
-	}
-	if o.Cache != "" {
-		attrs = append(attrs, BardoCache.String(o.Cache))
-	}
-	if o.Streamed {
-		attrs = append(attrs, BardoStreamEnd.String(o.StreamEnd))
-		if o.FirstByte > 0 {
-			attrs = append(attrs, BardoFirstByteMs.Float64(float64(o.FirstByte.Microseconds())/1000))
-		}
-	}
-	if len(o.Tried) > 0 {
-		attrs = append(attrs, BardoFailover.StringSlice(o.Tried))
-	}
-	if len(o.Degraded) > 0 {
-		attrs = append(attrs, BardoDegraded.StringSlice(o.Degraded))
-	}
-	if o.Billed {
-		attrs = append(attrs, BardoCostMicros.Int64(o.CostMicros), BardoChargeMicros.Int64(o.ChargeMicros),
-			BardoSavingsMicros.Int64(o.SavingsMicros))
-	}
-	r.mu.Lock()
-	if len(r.layers) > 0 {
-		attrs = append(attrs, BardoLayers.StringSlice(r.layers))
-	}
-	r.mu.Unlock()
-	if r.t.content {
-		if r.req != nil {
-			attrs = append(attrs, GenAIInputMessages.String(inputMessages(r.req)))
-		}
-		if o.Response != nil {
-			attrs = append(attrs, GenAIOutputMessages.String(outputMessages(o.Response)))
-		}
-	}
-	sp.SetAttributes(attrs...)
-	if o.Err != nil {
-		// The kind, not the message: an upstream's text may quote the
-		// caller's prompt.
-		sp.SetAttributes(attribute.String("error.type", errorType(o.Err)))
-		sp.SetStatus(codes.Error, errorType(o.Err))
-	} else if o.Streamed && o.StreamEnd != "" && o.StreamEnd != "ended" {
-		sp.SetStatus(codes.Error, "stream "+o.StreamEnd)
-	}
-	sp.End()
 }
 
-func errorType(e *wire.Error) string {
-	if e.Kind != "" {
-		return e.Kind
+func (t *Tracer) buildPending(b *builder) {
+	t.mu.Lock()
+	rs := t.pending
+	t.pending = b.spare[:0] // two buffers, swapped: no allocation per round
+	t.mu.Unlock()
+	for i, r := range rs {
+		b.build(t, r)
+		rs[i] = nil
 	}
-	return "http_" + strconv.FormatInt(e.Status, 10)
-}
-
-// Now is the time, for a child span's start; the zero time when r is nil
-// (an untraced request does not read the clock for it).
-func (r *Request) Now() time.Time {
-	if r == nil {
-		return time.Time{}
-	}
-	return time.Now()
+	b.spare = rs[:0]
 }
