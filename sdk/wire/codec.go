@@ -97,13 +97,15 @@ func (e *Encoder) KVs(kvs []KV) {
 // code reads straight through and checks once at the end.
 //
 // Decoded strings and byte slices alias the input buffer: the buffer must not
-// be modified or reused while anything decoded from it is in use. The guest
-// SDK gives every call a fresh input buffer and the host decodes from fresh
-// copies, so both sides meet this by construction.
+// be modified or reused while anything decoded from it is in use. The host
+// decodes from fresh copies; the guest SDK reuses its input buffer and its
+// [Arena] from one call to the next, so what a plugin keeps past a call it
+// copies (docs/abi.md, "What a plugin may keep").
 type Decoder struct {
-	buf []byte
-	pos int
-	err error
+	buf   []byte
+	pos   int
+	err   error
+	arena *Arena // nil: every slice is allocated
 }
 
 // NewDecoder checks the format version byte and returns a Decoder positioned after it.
@@ -113,15 +115,20 @@ func NewDecoder(b []byte) *Decoder {
 	return d
 }
 
-// Init resets d to read b, checking the format version byte.
-func (d *Decoder) Init(b []byte) {
-	d.buf, d.pos, d.err = b, 0, nil
+// Init resets d to read b, checking the format version byte. The slices it
+// decodes are allocated.
+func (d *Decoder) Init(b []byte) { d.InitArena(b, nil) }
+
+// InitArena resets d to read b, taking the slices it decodes from a (see
+// [Arena]) when a is not nil.
+func (d *Decoder) InitArena(b []byte, a *Arena) {
+	d.buf, d.pos, d.err, d.arena = b, 0, nil, a
 	if len(b) == 0 {
-		d.err = ErrTruncated
+		d.fail(ErrTruncated)
 		return
 	}
 	if b[0] != FormatVersion {
-		d.err = fmt.Errorf("wire: format version %d, this side understands %d", b[0], FormatVersion)
+		d.fail(fmt.Errorf("wire: format version %d, this side understands %d", b[0], FormatVersion))
 		return
 	}
 	d.pos = 1
@@ -135,14 +142,29 @@ func (d *Decoder) More() bool { return d.err == nil && d.pos < len(d.buf) }
 // Err reports the first decoding error, if any.
 func (d *Decoder) Err() error { return d.err }
 
+// fail records the first error and moves to the end of the input, so the
+// inlined fast paths, which check only the position, read nothing more.
 func (d *Decoder) fail(err error) {
 	if d.err == nil {
 		d.err = err
 	}
+	d.pos = len(d.buf)
 }
 
 // Uint reads an unsigned varint.
+//
+// Most varints of a message (lengths, counts, enums) are one byte: that case
+// is small enough to inline, because inside wasm a function call costs more
+// than the whole read.
 func (d *Decoder) Uint() uint64 {
+	if p := d.pos; p < len(d.buf) && d.buf[p] < 0x80 {
+		d.pos = p + 1
+		return uint64(d.buf[p])
+	}
+	return d.uintSlow()
+}
+
+func (d *Decoder) uintSlow() uint64 {
 	if d.err != nil {
 		return 0
 	}
@@ -215,7 +237,18 @@ func (d *Decoder) count(minElem int) int {
 }
 
 // rawView returns a length-prefixed slice that aliases the input buffer.
+// A one-byte length that fits is read inline (see Uint).
 func (d *Decoder) rawView() []byte {
+	if p := d.pos; p < len(d.buf) {
+		if n := int(d.buf[p]); n < 0x80 && n < len(d.buf)-p {
+			d.pos = p + 1 + n
+			return d.buf[p+1 : p+1+n]
+		}
+	}
+	return d.rawViewSlow()
+}
+
+func (d *Decoder) rawViewSlow() []byte {
 	n := d.Uint()
 	if d.err != nil {
 		return nil
@@ -257,7 +290,12 @@ func (d *Decoder) Strings() []string {
 	if n == 0 {
 		return nil
 	}
-	ss := make([]string, n)
+	var ss []string
+	if d.arena != nil {
+		ss = take(&d.arena.strs, n)
+	} else {
+		ss = make([]string, n)
+	}
 	for i := range ss {
 		ss[i] = d.String()
 	}
@@ -270,7 +308,12 @@ func (d *Decoder) KVs() []KV {
 	if n == 0 {
 		return nil
 	}
-	kvs := make([]KV, n)
+	var kvs []KV
+	if d.arena != nil {
+		kvs = take(&d.arena.kvs, n)
+	} else {
+		kvs = make([]KV, n)
+	}
 	for i := range kvs {
 		kvs[i].Key = d.String()
 		kvs[i].Value = d.String()

@@ -40,7 +40,12 @@ func (d *Decoder) blocks() []Block {
 	if n == 0 {
 		return nil
 	}
-	bs := make([]Block, n)
+	var bs []Block
+	if d.arena != nil {
+		bs = take(&d.arena.blocks, n)
+	} else {
+		bs = make([]Block, n)
+	}
 	for i := range bs {
 		d.block(&bs[i])
 	}
@@ -109,13 +114,18 @@ func (d *Decoder) optError() *Error {
 	if !d.Bool() {
 		return nil
 	}
-	return &Error{
-		Status:       d.Int(),
-		Kind:         d.String(),
-		Message:      d.String(),
-		Retryable:    d.Bool(),
-		RetryAfterMs: d.Int(),
+	var x *Error
+	if d.arena != nil {
+		x = &take(&d.arena.errs, 1)[0]
+	} else {
+		x = &Error{}
 	}
+	x.Status = d.Int()
+	x.Kind = d.String()
+	x.Message = d.String()
+	x.Retryable = d.Bool()
+	x.RetryAfterMs = d.Int()
+	return x
 }
 
 // requestParts writes the parts mask followed by the selected parts of r.
@@ -176,7 +186,11 @@ func (d *Decoder) requestParts(r *Request) Part {
 	}
 	if parts&PartMessages != 0 {
 		if n := d.count(3); n > 0 {
-			r.Messages = make([]Message, n)
+			if d.arena != nil {
+				r.Messages = take(&d.arena.msgs, n)
+			} else {
+				r.Messages = make([]Message, n)
+			}
 			for i := range r.Messages {
 				m := &r.Messages[i]
 				m.Role = d.String()
@@ -187,7 +201,11 @@ func (d *Decoder) requestParts(r *Request) Part {
 	}
 	if parts&PartTools != 0 {
 		if n := d.count(4); n > 0 {
-			r.Tools = make([]Tool, n)
+			if d.arena != nil {
+				r.Tools = take(&d.arena.tools, n)
+			} else {
+				r.Tools = make([]Tool, n)
+			}
 			for i := range r.Tools {
 				t := &r.Tools[i]
 				t.Name = d.String()
@@ -340,7 +358,12 @@ func (d *Decoder) optResponse() *Response {
 	if !d.Bool() {
 		return nil
 	}
-	r := &Response{}
+	var r *Response
+	if d.arena != nil {
+		r = &take(&d.arena.resps, 1)[0]
+	} else {
+		r = &Response{}
+	}
 	d.response(r)
 	return r
 }
@@ -368,7 +391,12 @@ func (d *Decoder) events() []Event {
 	if n == 0 {
 		return nil
 	}
-	evs := make([]Event, n)
+	var evs []Event
+	if d.arena != nil {
+		evs = take(&d.arena.events, n)
+	} else {
+		evs = make([]Event, n)
+	}
 	for i := range evs {
 		ev := &evs[i]
 		ev.Type = EventType(d.Uint())
@@ -424,8 +452,13 @@ func EncodeLayerRequest(e *Encoder, m *Meta, req *Request, parts Part) {
 func (x *LayerRequest) Encode(e *Encoder) { EncodeLayerRequest(e, &x.Meta, &x.Request, PartAll) }
 
 // Decode reads a layer request.
-func (x *LayerRequest) Decode(b []byte) error {
-	d := NewDecoder(b)
+func (x *LayerRequest) Decode(b []byte) error { return x.DecodeArena(b, nil) }
+
+// DecodeArena reads it taking its slices from a (see [Arena]); nil
+// allocates them, as Decode does.
+func (x *LayerRequest) DecodeArena(b []byte, a *Arena) error {
+	var d Decoder
+	d.InitArena(b, a)
 	d.meta(&x.Meta)
 	parts := d.requestParts(&x.Request)
 	d.requestExtras(&x.Request, parts)
@@ -465,8 +498,13 @@ func (x *LayerResponse) Encode(e *Encoder) {
 }
 
 // Decode reads a layer response.
-func (x *LayerResponse) Decode(b []byte) error {
-	d := NewDecoder(b)
+func (x *LayerResponse) Decode(b []byte) error { return x.DecodeArena(b, nil) }
+
+// DecodeArena reads it taking its slices from a (see [Arena]); nil
+// allocates them, as Decode does.
+func (x *LayerResponse) DecodeArena(b []byte, a *Arena) error {
+	var d Decoder
+	d.InitArena(b, a)
 	d.meta(&x.Meta)
 	d.response(&x.Response)
 	return d.Err()
@@ -503,8 +541,13 @@ func (x *LayerStream) Encode(e *Encoder) {
 }
 
 // Decode reads a layer stream batch.
-func (x *LayerStream) Decode(b []byte) error {
-	d := NewDecoder(b)
+func (x *LayerStream) Decode(b []byte) error { return x.DecodeArena(b, nil) }
+
+// DecodeArena reads it taking its slices from a (see [Arena]); nil
+// allocates them, as Decode does.
+func (x *LayerStream) DecodeArena(b []byte, a *Arena) error {
+	var d Decoder
+	d.InitArena(b, a)
 	d.meta(&x.Meta)
 	x.Events = d.events()
 	x.State = d.Raw()
@@ -544,8 +587,13 @@ func EncodeEncodeInput(e *Encoder, m *Meta, r *Route, req *Request, parts Part, 
 }
 
 // Decode reads the encode input.
-func (x *EncodeInput) Decode(b []byte) error {
-	d := NewDecoder(b)
+func (x *EncodeInput) Decode(b []byte) error { return x.DecodeArena(b, nil) }
+
+// DecodeArena reads it taking its slices from a (see [Arena]); nil
+// allocates them, as Decode does.
+func (x *EncodeInput) DecodeArena(b []byte, a *Arena) error {
+	var d Decoder
+	d.InitArena(b, a)
 	d.meta(&x.Meta)
 	d.route(&x.Route)
 	parts := d.requestParts(&x.Request)
@@ -617,8 +665,13 @@ func (x *DecodeInput) Encode(e *Encoder) {
 }
 
 // Decode reads the decode input.
-func (x *DecodeInput) Decode(b []byte) error {
-	d := NewDecoder(b)
+func (x *DecodeInput) Decode(b []byte) error { return x.DecodeArena(b, nil) }
+
+// DecodeArena reads it taking its slices from a (see [Arena]); nil
+// allocates them, as Decode does.
+func (x *DecodeInput) DecodeArena(b []byte, a *Arena) error {
+	var d Decoder
+	d.InitArena(b, a)
 	d.meta(&x.Meta)
 	d.route(&x.Route)
 	x.Status = d.Int()
@@ -658,12 +711,21 @@ func (x *DecodeStreamInput) Encode(e *Encoder) {
 }
 
 // Decode reads the stream decode input.
-func (x *DecodeStreamInput) Decode(b []byte) error {
-	d := NewDecoder(b)
+func (x *DecodeStreamInput) Decode(b []byte) error { return x.DecodeArena(b, nil) }
+
+// DecodeArena reads it taking its slices from a (see [Arena]); nil
+// allocates them, as Decode does.
+func (x *DecodeStreamInput) DecodeArena(b []byte, a *Arena) error {
+	var d Decoder
+	d.InitArena(b, a)
 	d.meta(&x.Meta)
 	d.route(&x.Route)
 	if n := d.count(2); n > 0 {
-		x.Events = make([]SSE, n)
+		if d.arena != nil {
+			x.Events = take(&d.arena.sses, n)
+		} else {
+			x.Events = make([]SSE, n)
+		}
 		for i := range x.Events {
 			x.Events[i].Event = d.String()
 			x.Events[i].Data = d.Raw()
