@@ -80,7 +80,7 @@ func BenchmarkRequestHooks(b *testing.B) {
 				if c.mode == served {
 					defer tr.Shutdown(context.Background())
 				} else {
-					defer tr.tp.Shutdown(context.Background())
+					defer tr.bat.Shutdown(context.Background())
 				}
 			}
 			req, h, o := request(), Header(headers{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}), outcome()

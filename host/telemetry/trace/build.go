@@ -1,63 +1,119 @@
 package trace
 
 import (
-	"context"
-
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
-// builder turns settled requests' records into SDK spans, on the Tracer's
-// goroutine only: its scratch is reused from one request to the next.
+// builder turns settled requests' records into finished spans and hands
+// them to the batcher, on the Tracer's goroutine only (its scratch is
+// reused from one request to the next).
+//
+// The spans are made as sdktrace.ReadOnlySpan values (tracetest.SpanStub's
+// Snapshot, the SDK's own constructor of one), not started and ended
+// through a Tracer: the sampler already decided at Start, the ids and
+// times are the record's, and the SDK's live-span machinery (a mutex, an
+// attribute map, limits, a processor call per span) would cost ~4× the CPU
+// for the same exported bytes. What it did that matters is done here: the
+// sampled flag and the parent's tracestate on every span, the resource
+// (environment merged), the instrumentation scope, the child counts.
 type builder struct {
-	spare []*Request
-	ids   *presetID
-	base  context.Context  // carries ids
-	built []oteltrace.Span // r.spans' SDK spans, by index
+	spare    []*Request
+	children []int // per r.spans index, then the request's at the end
 }
 
-// presetID is the ids the next span the builder starts takes: the ones
-// drawn on the request path.
-type presetID struct {
-	trace oteltrace.TraceID
-	span  oteltrace.SpanID
-}
+var scope = instrumentation.Scope{Name: ScopeName}
 
-type presetKey struct{}
-
-// presetIDs is the provider's sdktrace.IDGenerator: the ids the builder
-// preset in the context, else random ones (as the SDK's default).
-type presetIDs struct{}
-
-func (presetIDs) NewIDs(ctx context.Context) (oteltrace.TraceID, oteltrace.SpanID) {
-	if p, _ := ctx.Value(presetKey{}).(*presetID); p != nil && p.trace.IsValid() && p.span.IsValid() {
-		return p.trace, p.span
-	}
-	return newTraceID(), newSpanID()
-}
-
-func (presetIDs) NewSpanID(ctx context.Context, _ oteltrace.TraceID) oteltrace.SpanID {
-	if p, _ := ctx.Value(presetKey{}).(*presetID); p != nil && p.span.IsValid() {
-		return p.span
-	}
-	return newSpanID()
-}
-
-// build starts and ends r's spans through the SDK, with r's ids and times.
+// build hands r's spans, children first, to the batcher.
 func (b *builder) build(t *Tracer, r *Request) {
-	if b.ids == nil {
-		b.ids = &presetID{}
-		b.base = context.WithValue(context.Background(), presetKey{}, b.ids)
+	flags := r.parent.TraceFlags() | oteltrace.FlagsSampled
+	ts := r.parent.TraceState()
+	sc := func(id oteltrace.SpanID) oteltrace.SpanContext {
+		return oteltrace.NewSpanContext(oteltrace.SpanContextConfig{TraceID: r.traceID, SpanID: id, TraceFlags: flags, TraceState: ts})
 	}
-	b.ids.trace, b.ids.span = r.traceID, r.root.id
-	ctx := b.base
-	if r.parent.IsValid() {
-		ctx = oteltrace.ContextWithRemoteSpanContext(ctx, r.parent)
+	rootSC := sc(r.root.id)
+	b.children = b.children[:0]
+	for range len(r.spans) + 1 {
+		b.children = append(b.children, 0)
 	}
-	attrs := make([]attribute.KeyValue, 0, 12)
+	rootIdx := len(r.spans)
+	for _, s := range r.spans {
+		if s.parent == nil || s.parent == &r.root {
+			b.children[rootIdx]++
+		} else {
+			b.children[s.parent.idx]++
+		}
+	}
+	for _, s := range r.spans {
+		parent := rootSC
+		if s.parent != nil && s.parent != &r.root {
+			parent = sc(s.parent.id)
+		}
+		stub := b.child(r, s)
+		stub.SpanContext, stub.Parent = sc(s.id), parent
+		stub.ChildSpanCount = b.children[s.idx]
+		stub.Resource, stub.InstrumentationScope = t.res, scope
+		t.bat.OnEnd(stub.Snapshot())
+	}
+	stub := b.request(r)
+	stub.SpanContext, stub.Parent = rootSC, r.parent
+	stub.ChildSpanCount = b.children[rootIdx]
+	stub.Resource, stub.InstrumentationScope = t.res, scope
+	t.bat.OnEnd(stub.Snapshot())
+}
+
+// child is one child span's name, kind, times, attributes and status.
+func (b *builder) child(r *Request, s *span) tracetest.SpanStub {
+	end := s.end
+	if !s.closed {
+		end = r.root.end // still running at the settlement: it ends with the request
+	}
+	st := tracetest.SpanStub{SpanKind: oteltrace.SpanKindInternal, StartTime: r.began.Add(s.start), EndTime: r.began.Add(end)}
+	var attrs []attribute.KeyValue
+	switch s.kind {
+	case kindAdmission, kindRoute:
+		st.Name = "bardo.admission"
+		if s.kind == kindRoute {
+			st.Name = "bardo.route"
+			attrs = append(make([]attribute.KeyValue, 0, 3), BardoRouteMode.String(s.op))
+		}
+		if s.failed {
+			attrs = append(attrs, attribute.Int64("http.response.status_code", s.status), attribute.String("error.type", s.failure))
+			st.Status = sdktrace.Status{Code: codes.Error, Description: s.failure}
+		}
+	case kindLayer:
+		st.Name = "bardo.layer " + s.name
+		attrs = append(make([]attribute.KeyValue, 0, 3), BardoLayerName.String(s.name), BardoLayerOp.String(s.op))
+		if s.failure != "" {
+			attrs = append(attrs, attribute.String("error.type", s.failure))
+			st.Status = sdktrace.Status{Code: codes.Error, Description: s.failure}
+		}
+	default: // kindAttempt
+		st.Name, st.SpanKind = "chat "+s.name, oteltrace.SpanKindClient
+		attrs = append(make([]attribute.KeyValue, 0, 7), GenAIOperationName.String("chat"), GenAIProviderName.String(s.provider),
+			GenAIRequestModel.String(s.name), BardoAttemptTry.Int(int(s.try)))
+		if s.status != 0 {
+			attrs = append(attrs, attribute.Int64("http.response.status_code", s.status))
+		}
+		if s.failure != "" {
+			attrs = append(attrs, attribute.String("error.type", s.failure), BardoAttemptTransient.Bool(s.transient))
+			st.Status = sdktrace.Status{Code: codes.Error, Description: s.failure}
+		}
+	}
+	st.Attributes = attrs
+	return st
+}
+
+// request is the request span: what was asked, at Start, then what it
+// came to, at End.
+func (b *builder) request(r *Request) tracetest.SpanStub {
+	attrs := make([]attribute.KeyValue, 0, 32)
 	attrs = append(attrs,
 		GenAIOperationName.String("chat"),
 		GenAIRequestModel.String(r.model),
@@ -76,73 +132,7 @@ func (b *builder) build(t *Tracer, r *Request) {
 	if ps.Set&wire.HasTopP != 0 {
 		attrs = append(attrs, GenAIRequestTopP.Float64(ps.TopP))
 	}
-	_, root := t.tracer.Start(ctx, "chat "+r.model, oteltrace.WithSpanKind(oteltrace.SpanKindServer),
-		oteltrace.WithTimestamp(r.began), oteltrace.WithAttributes(attrs...))
-	if !root.IsRecording() {
-		return
-	}
-	b.built = b.built[:0]
-	for _, s := range r.spans {
-		parent := root
-		if s.parent != nil && s.parent != &r.root {
-			parent = b.built[s.parent.idx] // a parent starts, and is recorded, before its children
-		}
-		b.ids.span = s.id
-		b.built = append(b.built, b.child(t, oteltrace.ContextWithSpan(b.base, parent), r, s))
-	}
-	clear(b.built) // no SDK span outlives its export through the scratch
-	b.endRequest(t, r, root)
-}
-
-// child starts and ends one child span.
-func (b *builder) child(t *Tracer, ctx context.Context, r *Request, s *span) oteltrace.Span {
-	started := oteltrace.WithTimestamp(r.began.Add(s.start))
-	var sp oteltrace.Span
-	switch s.kind {
-	case kindAdmission:
-		_, sp = t.tracer.Start(ctx, "bardo.admission", started)
-	case kindRoute:
-		_, sp = t.tracer.Start(ctx, "bardo.route", started, oteltrace.WithAttributes(BardoRouteMode.String(s.op)))
-	case kindLayer:
-		_, sp = t.tracer.Start(ctx, "bardo.layer "+s.name, started,
-			oteltrace.WithAttributes(BardoLayerName.String(s.name), BardoLayerOp.String(s.op)))
-	default: // kindAttempt
-		_, sp = t.tracer.Start(ctx, "chat "+s.name, started, oteltrace.WithSpanKind(oteltrace.SpanKindClient),
-			oteltrace.WithAttributes(GenAIOperationName.String("chat"), GenAIProviderName.String(s.provider),
-				GenAIRequestModel.String(s.name), BardoAttemptTry.Int(int(s.try))))
-	}
-	switch s.kind {
-	case kindAdmission, kindRoute:
-		if s.failed {
-			sp.SetAttributes(attribute.Int64("http.response.status_code", s.status), attribute.String("error.type", s.failure))
-			sp.SetStatus(codes.Error, s.failure)
-		}
-	case kindLayer:
-		if s.failure != "" {
-			sp.SetAttributes(attribute.String("error.type", s.failure))
-			sp.SetStatus(codes.Error, s.failure)
-		}
-	case kindAttempt:
-		if s.status != 0 {
-			sp.SetAttributes(attribute.Int64("http.response.status_code", s.status))
-		}
-		if s.failure != "" {
-			sp.SetAttributes(attribute.String("error.type", s.failure), BardoAttemptTransient.Bool(s.transient))
-			sp.SetStatus(codes.Error, s.failure)
-		}
-	}
-	end := s.end
-	if !s.closed {
-		end = r.root.end // still running at the settlement: it ends with the request
-	}
-	sp.End(oteltrace.WithTimestamp(r.began.Add(end)))
-	return sp
-}
-
-// endRequest sets the request span's outcome and ends it.
-func (b *builder) endRequest(t *Tracer, r *Request, sp oteltrace.Span) {
 	o := &r.out
-	attrs := make([]attribute.KeyValue, 0, 24)
 	attrs = append(attrs, attribute.Int("http.response.status_code", o.Status), BardoPath.String(o.Path))
 	if o.Provider != "" {
 		attrs = append(attrs, GenAIProviderName.String(o.Provider))
@@ -194,14 +184,16 @@ func (b *builder) endRequest(t *Tracer, r *Request, sp oteltrace.Span) {
 	if r.outMessages != "" {
 		attrs = append(attrs, GenAIOutputMessages.String(r.outMessages))
 	}
-	sp.SetAttributes(attrs...)
+	st := tracetest.SpanStub{Name: "chat " + r.model, SpanKind: oteltrace.SpanKindServer,
+		StartTime: r.began, EndTime: r.began.Add(r.root.end)}
 	if o.Err != nil {
 		// The kind, not the message: an upstream's text may quote the
 		// caller's prompt.
-		sp.SetAttributes(attribute.String("error.type", errorType(o.Err)))
-		sp.SetStatus(codes.Error, errorType(o.Err))
+		attrs = append(attrs, attribute.String("error.type", errorType(o.Err)))
+		st.Status = sdktrace.Status{Code: codes.Error, Description: errorType(o.Err)}
 	} else if o.Streamed && o.StreamEnd != "" && o.StreamEnd != "ended" {
-		sp.SetStatus(codes.Error, "stream "+o.StreamEnd)
+		st.Status = sdktrace.Status{Code: codes.Error, Description: "stream " + o.StreamEnd}
 	}
-	sp.End(oteltrace.WithTimestamp(r.began.Add(r.root.end)))
+	st.Attributes = attrs
+	return st
 }

@@ -19,7 +19,7 @@ func TestRecordAllocations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tr.tp.Shutdown(context.Background())
+	defer tr.bat.Shutdown(context.Background())
 	req, o := request(), outcome()
 	h := headers{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
 	n := testing.AllocsPerRun(200, func() {
@@ -62,6 +62,11 @@ func TestBuiltFromRecord(t *testing.T) {
 	root := spans["chat gpt-4o"]
 	if root.SpanContext.TraceID() != sc.TraceID() || root.SpanContext.SpanID() != sc.SpanID() {
 		t.Fatalf("request span %s/%s, Start said %s/%s", root.SpanContext.TraceID(), root.SpanContext.SpanID(), sc.TraceID(), sc.SpanID())
+	}
+	if v, _ := root.Resource.Set().Value("service.name"); v.AsString() != "bardo" || root.InstrumentationScope.Name != ScopeName ||
+		root.ChildSpanCount != 2 || !root.SpanContext.IsSampled() {
+		t.Errorf("resource %v, scope %q, %d children, sampled %v", root.Resource, root.InstrumentationScope.Name,
+			root.ChildSpanCount, root.SpanContext.IsSampled())
 	}
 	if !root.StartTime.Equal(began) {
 		t.Errorf("request span starts %v, began %v", root.StartTime, began)
@@ -128,7 +133,7 @@ func TestDroppedCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tr.tp.Shutdown(context.Background())
+	defer tr.bat.Shutdown(context.Background())
 	req, o := request(), outcome()
 	for range maxPending + 2 {
 		simulateShipped(tr, headers{}, req, o) // 16 spans each

@@ -20,6 +20,7 @@ package trace
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"sync"
 	"time"
@@ -29,7 +30,6 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
 // Batching: spans leave every batchInterval, or as soon as batchSize have
@@ -70,8 +70,8 @@ type Config struct {
 
 // Tracer starts the spans of requests; a nil *Tracer traces nothing.
 type Tracer struct {
-	tp      *sdktrace.TracerProvider
-	tracer  oteltrace.Tracer
+	bat     *batcher
+	res     *resource.Resource
 	sampler sdktrace.Sampler
 	prop    propagation.TraceContext
 	content bool
@@ -131,17 +131,14 @@ func newTracer(cfg Config) (*Tracer, error) {
 	sampler := sdktrace.ParentBased(sdktrace.TraceIDRatioBased(cfg.SampleRatio))
 	bat := newBatcher(exp, batchInterval, batchSize)
 	bat.dropped = cfg.Dropped
-	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithSpanProcessor(bat),
-		// The same sampler decides again when the spans are built: the
-		// same parent and trace id, the same answer as at Start.
-		sdktrace.WithSampler(sampler),
-		sdktrace.WithIDGenerator(presetIDs{}),
-		// NewSchemaless: no schema URL to disagree with the SDK's default
-		// resource, which would fail the merge.
-		sdktrace.WithResource(resource.NewSchemaless(attrs...)),
-	)
-	t := &Tracer{tp: tp, tracer: tp.Tracer(ScopeName), sampler: sampler, content: cfg.CaptureContent, dropped: cfg.Dropped,
+	// As sdktrace.WithResource makes it: OTEL_RESOURCE_ATTRIBUTES and
+	// OTEL_SERVICE_NAME under ours. NewSchemaless: no schema URL to
+	// disagree with the environment's, which would fail the merge.
+	res, err := resource.Merge(resource.Environment(), resource.NewSchemaless(attrs...))
+	if err != nil {
+		return nil, fmt.Errorf("trace: resource: %w", err)
+	}
+	t := &Tracer{bat: bat, res: res, sampler: sampler, content: cfg.CaptureContent, dropped: cfg.Dropped,
 		pending: make([]*Request, 0, buildBatch), kick: make(chan struct{}, 1), flush: make(chan chan struct{}),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	return t, nil
@@ -164,7 +161,7 @@ func (t *Tracer) Flush(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return t.tp.ForceFlush(ctx)
+	return t.bat.ForceFlush(ctx)
 }
 
 // Shutdown builds what has settled, flushes and stops the exporter.
@@ -178,7 +175,7 @@ func (t *Tracer) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return t.tp.Shutdown(ctx)
+	return t.bat.Shutdown(ctx)
 }
 
 // settled queues r for the builder; it never blocks, and wakes the builder
