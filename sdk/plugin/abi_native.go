@@ -50,13 +50,30 @@ func currentHost() Host {
 // output bytes out (first byte StatusError or the wire format version). The
 // result is copied, so it stays valid. Calls are serialized, as they are on one
 // WASM instance.
+//
+// As in wasm, the input is read from one buffer reused by every call; after
+// the call Call overwrites it, so a plugin that keeps a string or slice of
+// its input past the call (instead of copying it, docs/abi.md "What a
+// plugin may keep") reads garbage in its own tests rather than only in
+// production.
 func Call(op Op, in []byte) []byte {
 	callMu.Lock()
 	defer callMu.Unlock()
-	return append([]byte(nil), dispatch(op, in)...)
+	inBuf = append(inBuf[:0], in...)
+	res := append([]byte(nil), dispatch(op, inBuf)...)
+	for i := range inBuf {
+		inBuf[i] = poison
+	}
+	return res
 }
 
-var callMu sync.Mutex
+var (
+	callMu sync.Mutex
+	inBuf  []byte
+)
+
+// poison is what a kept view of an earlier call's input reads natively.
+const poison = '\xa5'
 
 // Select makes entry i (in registration order, see [Entries]) the one the
 // following Calls run on, as bardo_select does; false when there is none.

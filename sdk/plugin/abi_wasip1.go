@@ -21,18 +21,28 @@ var inBuf []byte
 //go:wasmexport bardo_abi_version
 func exportABIVersion() uint32 { return ABIVersion }
 
-// bardo_buffer allocates a fresh buffer for every call: decoded strings alias
-// it (no per-field copies), so it must outlive the call for as long as a
-// plugin keeps any of them.
+// bardo_buffer hands out the same buffer call after call while the input
+// fits: a fresh 4 KB one for every call cost an allocation and, more, the
+// garbage the guest's GC then collects. Decoded strings alias it, so what a
+// plugin keeps past a call it copies (docs/abi.md, "What a plugin may
+// keep"). A buffer grown past inBufKeep for one large input is given back
+// at the next smaller one.
 //
 //go:wasmexport bardo_buffer
 func exportBuffer(size uint32) uint32 {
-	inBuf = make([]byte, size)
-	if size == 0 {
+	n := int(size)
+	if n > cap(inBuf) || (cap(inBuf) > inBufKeep && n <= inBufKeep) {
+		inBuf = make([]byte, n)
+	}
+	inBuf = inBuf[:n]
+	if n == 0 {
 		return 0
 	}
 	return uint32(uintptr(unsafe.Pointer(&inBuf[0])))
 }
+
+// inBufKeep is the largest input buffer kept between calls.
+const inBufKeep = 256 << 10
 
 func call(op Op, n uint32) uint64 {
 	var res []byte
@@ -154,13 +164,28 @@ func hostClock() int64 { return importClockNow() }
 
 func hostABIMinor() int { return int(importABIMinor()) }
 
-// readInto calls f with a buffer until the value fits: host functions that
-// return data write at most bufCap bytes and return the full length (or -1
-// when there is nothing).
-func readInto(f func(buf []byte) int64) ([]byte, bool) {
-	buf := make([]byte, 256)
+// scratch receives what host functions return. Kept from one host call to
+// the next: what readInto returns is valid until the next host call, and
+// callers that hand it on copy it.
+var scratch = make([]byte, scratchKeep)
+
+// scratchKeep is the size of scratch and the largest it stays: a larger
+// value grows it for one read only.
+const scratchKeep = 16 << 10
+
+// hostRead is the shape of the host functions that return bytes: an input,
+// and a buffer they fill with at most bufCap bytes, returning the full
+// length (or -1 when there is nothing).
+type hostRead func(in unsafe.Pointer, inLen uint32, buf unsafe.Pointer, bufCap uint32) int64
+
+// readInto calls f until its value fits, in scratch when it can: a
+// function value and its arguments rather than a closure, so a host call
+// allocates nothing unless its value is larger than scratch (the host then
+// answers twice).
+func readInto(f hostRead, in unsafe.Pointer, inLen uint32) ([]byte, bool) {
+	buf := scratch
 	for {
-		n := f(buf)
+		n := f(in, inLen, bytesPtr(buf), uint32(len(buf)))
 		if n < 0 {
 			return nil, false
 		}
@@ -171,10 +196,21 @@ func readInto(f func(buf []byte) int64) ([]byte, bool) {
 	}
 }
 
+// readCopy is readInto with the value copied out of scratch, for callers
+// that hand it to the plugin (KVGet's value is the plugin's to keep).
+func readCopy(f hostRead, in unsafe.Pointer, inLen uint32) ([]byte, bool) {
+	b, ok := readInto(f, in, inLen)
+	if !ok {
+		return nil, false
+	}
+	if len(b) == 0 || &b[0] != &scratch[0] {
+		return b, true // empty, or already a buffer of its own
+	}
+	return append(make([]byte, 0, len(b)), b...), true
+}
+
 func hostKVGet(key string) ([]byte, bool) {
-	return readInto(func(buf []byte) int64 {
-		return importKVGet(strPtr(key), uint32(len(key)), bytesPtr(buf), uint32(len(buf)))
-	})
+	return readCopy(importKVGet, strPtr(key), uint32(len(key)))
 }
 
 var errKV = errors.New("host refused the key/value operation (see the host log)")
@@ -194,8 +230,12 @@ func hostKVDelete(key string) error {
 }
 
 func hostConfig() []byte {
-	b, _ := readInto(func(buf []byte) int64 { return importConfig(bytesPtr(buf), uint32(len(buf))) })
+	b, _ := readCopy(configRead, nil, 0)
 	return b
+}
+
+func configRead(_ unsafe.Pointer, _ uint32, buf unsafe.Pointer, bufCap uint32) int64 {
+	return importConfig(buf, bufCap)
 }
 
 func hostMetric(kind uint32, name string, v float64) {
@@ -203,9 +243,7 @@ func hostMetric(kind uint32, name string, v float64) {
 }
 
 func hostKVGetShared(key string) ([]byte, bool) {
-	return readInto(func(buf []byte) int64 {
-		return importKVGetShared(strPtr(key), uint32(len(key)), bytesPtr(buf), uint32(len(buf)))
-	})
+	return readCopy(importKVGetShared, strPtr(key), uint32(len(key)))
 }
 
 func hostKVPutShared(key string, val []byte, ttlMs int64) error {
@@ -231,10 +269,19 @@ func hostRegexCompile(patterns string) int32 {
 	return importRegexCompile(strPtr(patterns), uint32(len(patterns)))
 }
 
+// hostRegexFind returns the matches in scratch: FindAll parses them at once.
 func hostRegexFind(set int32, text string) ([]byte, bool) {
-	return readInto(func(buf []byte) int64 {
-		return importRegexFind(set, strPtr(text), uint32(len(text)), bytesPtr(buf), uint32(len(buf)))
-	})
+	buf := scratch
+	for {
+		n := importRegexFind(set, strPtr(text), uint32(len(text)), bytesPtr(buf), uint32(len(buf)))
+		if n < 0 {
+			return nil, false
+		}
+		if int(n) <= len(buf) {
+			return buf[:n], true
+		}
+		buf = make([]byte, n)
+	}
 }
 
 //go:wasmimport bardo_v1 embed
@@ -260,7 +307,7 @@ func importComplete(in unsafe.Pointer, inLen uint32, out unsafe.Pointer, outCap 
 // of them; one that uses any imports all six (a host without a service
 // answers it with an error reply).
 func hostService(name string, req []byte) ([]byte, error) {
-	var f func(in unsafe.Pointer, inLen uint32, out unsafe.Pointer, outCap uint32) int64
+	var f hostRead
 	switch name {
 	case svcEmbed:
 		f = importEmbed
@@ -277,9 +324,8 @@ func hostService(name string, req []byte) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("unknown host service %q", name)
 	}
-	reply, ok := readInto(func(buf []byte) int64 {
-		return f(bytesPtr(req), uint32(len(req)), bytesPtr(buf), uint32(len(buf)))
-	})
+	// Copied: the services' decoders keep strings of the reply.
+	reply, ok := readCopy(f, bytesPtr(req), uint32(len(req)))
 	if !ok {
 		return nil, fmt.Errorf("%s: the host refused the call (see the host log)", name)
 	}

@@ -130,6 +130,26 @@ var (
 	provider *Provider
 	out      wire.Encoder
 
+	// The decoded input and the result of the call in progress, and the
+	// arena their slices come from: kept from one call to the next, reset
+	// at the start of each (docs/abi.md, "What a plugin may keep"), so a
+	// call allocates none of them.
+	arena wire.Arena
+	calls struct {
+		req       wire.LayerRequest
+		res       wire.LayerResult
+		resp      wire.LayerResponse
+		respRes   wire.LayerResponseResult
+		stream    wire.LayerStream
+		streamRes wire.LayerStreamResult
+		enc       wire.EncodeInput
+		encRes    wire.EncodeResult
+		dec       wire.DecodeInput
+		decRes    wire.DecodeResult
+		decS      wire.DecodeStreamInput
+		decSRes   wire.DecodeStreamResult
+	}
+
 	// entries are the plugins this module exports, in registration order:
 	// a module that registers one is a bundle of one (docs/abi.md, v1.5).
 	entries []entry
@@ -192,6 +212,7 @@ var errNotRegistered = errors.New("plugin registered neither a layer nor a provi
 // dispatch runs one op on the input bytes and returns the output bytes. The
 // returned slice is valid until the next call.
 func dispatch(op Op, in []byte) []byte {
+	arena.Reset()
 	if err := run(op, in); err != nil {
 		return fail(err)
 	}
@@ -263,61 +284,61 @@ func runLayer(op Op, in []byte) error {
 		if layer.OnRequest == nil {
 			return fmt.Errorf("layer %s has no OnRequest", layer.Name)
 		}
-		var req wire.LayerRequest
-		if err := req.Decode(in); err != nil {
+		req, res := &calls.req, &calls.res
+		*req, *res = wire.LayerRequest{}, wire.LayerResult{}
+		if err := req.DecodeArena(in, &arena); err != nil {
 			return err
 		}
-		var res wire.LayerResult
-		if err := layer.OnRequest(&req, &res); err != nil {
+		if err := layer.OnRequest(req, res); err != nil {
 			return err
 		}
 		if bad := res.Patched &^ layer.Writes; bad != 0 {
 			return fmt.Errorf("layer %s patched parts %b it did not declare in Writes", layer.Name, bad)
 		}
-		encodeOK(&res)
+		encodeOK(res)
 		return nil
 	case OpOnResponse:
 		if layer.OnResponse == nil {
 			return fmt.Errorf("layer %s has no OnResponse", layer.Name)
 		}
-		var in2 wire.LayerResponse
-		if err := in2.Decode(in); err != nil {
+		in2, res := &calls.resp, &calls.respRes
+		*in2, *res = wire.LayerResponse{}, wire.LayerResponseResult{}
+		if err := in2.DecodeArena(in, &arena); err != nil {
 			return err
 		}
-		var res wire.LayerResponseResult
-		if err := layer.OnResponse(&in2, &res); err != nil {
+		if err := layer.OnResponse(in2, res); err != nil {
 			return err
 		}
-		encodeOK(&res)
+		encodeOK(res)
 		return nil
 	case OpOnStream:
 		if layer.OnStream == nil {
 			return fmt.Errorf("layer %s has no OnStream", layer.Name)
 		}
-		var in2 wire.LayerStream
-		if err := in2.Decode(in); err != nil {
+		in2, res := &calls.stream, &calls.streamRes
+		*in2, *res = wire.LayerStream{}, wire.LayerStreamResult{}
+		if err := in2.DecodeArena(in, &arena); err != nil {
 			return err
 		}
-		res := wire.LayerStreamResult{}
-		if err := layer.OnStream(&in2, &res); err != nil {
+		if err := layer.OnStream(in2, res); err != nil {
 			return err
 		}
-		encodeOK(&res)
+		encodeOK(res)
 		return nil
 	case OpOnFallback:
 		if layer.OnFallback == nil {
 			return fmt.Errorf("layer %s has no OnFallback", layer.Name)
 		}
-		var req wire.LayerRequest
-		if err := req.Decode(in); err != nil {
+		req, res := &calls.req, &calls.res
+		*req, *res = wire.LayerRequest{}, wire.LayerResult{}
+		if err := req.DecodeArena(in, &arena); err != nil {
 			return err
 		}
-		var res wire.LayerResult
-		if err := layer.OnFallback(&req, &res); err != nil {
+		if err := layer.OnFallback(req, res); err != nil {
 			return err
 		}
 		res.Patched = 0 // the request is not sent anywhere any more
-		encodeOK(&res)
+		encodeOK(res)
 		return nil
 	}
 	return fmt.Errorf("op %d is not a layer op", op)
@@ -326,43 +347,43 @@ func runLayer(op Op, in []byte) error {
 func runProvider(op Op, in []byte) error {
 	switch op {
 	case OpEncode:
-		var x wire.EncodeInput
-		if err := x.Decode(in); err != nil {
+		x, res := &calls.enc, &calls.encRes
+		*x, *res = wire.EncodeInput{}, wire.EncodeResult{}
+		if err := x.DecodeArena(in, &arena); err != nil {
 			return err
 		}
-		var res wire.EncodeResult
-		if err := provider.Encode(&x, &res); err != nil {
+		if err := provider.Encode(x, res); err != nil {
 			return err
 		}
-		encodeOK(&res)
+		encodeOK(res)
 		return nil
 	case OpDecode:
 		if provider.Decode == nil {
 			return fmt.Errorf("provider %s has no Decode", provider.Name)
 		}
-		var x wire.DecodeInput
-		if err := x.Decode(in); err != nil {
+		x, res := &calls.dec, &calls.decRes
+		*x, *res = wire.DecodeInput{}, wire.DecodeResult{}
+		if err := x.DecodeArena(in, &arena); err != nil {
 			return err
 		}
-		var res wire.DecodeResult
-		if err := provider.Decode(&x, &res); err != nil {
+		if err := provider.Decode(x, res); err != nil {
 			return err
 		}
-		encodeOK(&res)
+		encodeOK(res)
 		return nil
 	case OpDecodeStream:
 		if provider.DecodeStream == nil {
 			return fmt.Errorf("provider %s has no DecodeStream", provider.Name)
 		}
-		var x wire.DecodeStreamInput
-		if err := x.Decode(in); err != nil {
+		x, res := &calls.decS, &calls.decSRes
+		*x, *res = wire.DecodeStreamInput{}, wire.DecodeStreamResult{}
+		if err := x.DecodeArena(in, &arena); err != nil {
 			return err
 		}
-		var res wire.DecodeStreamResult
-		if err := provider.DecodeStream(&x, &res); err != nil {
+		if err := provider.DecodeStream(x, res); err != nil {
 			return err
 		}
-		encodeOK(&res)
+		encodeOK(res)
 		return nil
 	case OpProviderDescribe:
 		if provider.Describe == nil {

@@ -14,6 +14,7 @@
 package plugintest
 
 import (
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func (h *Host) now() time.Time {
 func (h *Host) Log(level int, msg string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.Logs = append(h.Logs, msg)
+	h.Logs = append(h.Logs, strings.Clone(msg)) // msg may alias the call's input, as key names below
 }
 
 // Now implements plugin.Host.
@@ -74,7 +75,7 @@ func (h *Host) KVGet(key string) ([]byte, bool) {
 	if !ok || (!e.expires.IsZero() && !h.now().Before(e.expires)) {
 		return nil, false
 	}
-	return e.val, true
+	return append([]byte(nil), e.val...), true // a copy, as the wasm host's
 }
 
 // KVPut implements plugin.Host.
@@ -85,7 +86,10 @@ func (h *Host) KVPut(key string, val []byte, ttl time.Duration) error {
 	if ttl > 0 {
 		e.expires = h.now().Add(ttl)
 	}
-	h.kv[key] = e
+	// The key is copied as the wasm host copies it out of guest memory: a
+	// key built from the request aliases the call's input, which the next
+	// call overwrites (plugin.Call scribbles over it).
+	h.kv[strings.Clone(key)] = e
 	return nil
 }
 
@@ -115,6 +119,7 @@ func (h *Host) Config() []byte { return h.config }
 func (h *Host) Metric(kind int, name string, v float64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	name = strings.Clone(name)
 	if kind == 1 {
 		h.Metrics[name] = v
 	} else {

@@ -7,6 +7,7 @@ package main
 // runtime and gateway is in e2e_test.go.
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -30,10 +31,16 @@ func scripted(t *testing.T, replies ...any) *script {
 	s := &script{replies: replies}
 	prev := completeRequest
 	completeRequest = func(subsystem string, req *wire.Request) (*wire.Response, error) {
-		r := *req
-		r.Messages = slices.Clone(req.Messages)
-		s.reqs = append(s.reqs, r)
-		s.subsystems = append(s.subsystems, subsystem)
+		// A deep copy, as plugin.CompleteRequest encodes it for the host:
+		// the request aliases the call's input, overwritten after the call.
+		var e wire.Encoder
+		wire.EncodeLayerRequest(&e, &wire.Meta{}, req, wire.PartAll)
+		var c wire.LayerRequest
+		if err := c.Decode(bytes.Clone(e.Bytes())); err != nil {
+			return nil, err
+		}
+		s.reqs = append(s.reqs, c.Request)
+		s.subsystems = append(s.subsystems, strings.Clone(subsystem))
 		if len(s.replies) == 0 {
 			return nil, errors.New("script exhausted")
 		}
