@@ -80,7 +80,22 @@ func startBardoInference(t *testing.T, gatewayURL string) string {
 // facilitator). Every answer it got was paid and settled once, and its own
 // API key never reached the gateway.
 func TestClaudeCodePaysPerRequest(t *testing.T) {
-	bin := agentBin(t, "claude")
+	paysPerRequest(t, claudeCode, "What is a health factor on a lending market? Answer in one sentence.", true)
+}
+
+// Current Codex pays the same way over the Responses API (store's default:
+// the answer is kept under the paying wallet). Codex itself tries GitHub
+// and chatgpt.com at start (its own suite does not judge that either):
+// the trap refuses them, and they are only logged here.
+func TestCodexPaysPerRequest(t *testing.T) {
+	paysPerRequest(t, codexResponses, "What is a health factor on a lending market? Answer in one sentence.", false)
+}
+
+// paysPerRequest runs agent a once through bardo-inference in front of an
+// x402 gateway; strictNetwork fails the test on any attempt to leave
+// 127.0.0.1.
+func paysPerRequest(t *testing.T, a agent, prompt string, strictNetwork bool) {
+	bin := agentBin(t, a.bin)
 	fake := fakeupstream.New(fakeupstream.WithAPIKey(upKey))
 	t.Cleanup(fake.Close)
 	fac := x402test.NewFacilitator(nil)
@@ -103,19 +118,18 @@ facilitator_address = "`+fac.Address.Hex()+`"
 
 	home := t.TempDir()
 	os.MkdirAll(filepath.Join(home, "tmp"), 0o755)
-	r := e.runAgent(t, t.TempDir(), home, bin, []string{
-		"ANTHROPIC_BASE_URL=http://" + proxy,
-		"ANTHROPIC_API_KEY=" + clientKey,
-		"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1",
-	}, claudeCode.args("What is a health factor on a lending market? Answer in one sentence.")...)
-	text, failed := claudeCode.answer(r)
+	// The agent is configured as in its own test, with the proxy (behind a
+	// recording front of its own) where the gateway would be.
+	toProxy := &env{gw: gw, fake: fake, fr: newFront(t, "http://"+proxy), esc: e.esc}
+	r := e.runAgent(t, t.TempDir(), home, bin, a.setup(t, toProxy, t.TempDir()), a.args(prompt)...)
+	text, failed := a.answer(r)
 	ex := e.fr.exchanges()
 	if failed != "" {
 		for i, x := range ex {
 			t.Logf("request %d: %s %s -> %d %s", i, x.Method, x.Path, x.Status, truncate(gatewayError(x), 300))
 		}
 		e.dumpLog(t)
-		t.Fatalf("claude through bardo-inference: %s", truncate(failed, 600))
+		t.Fatalf("%s through bardo-inference: %s", a.name, truncate(failed, 600))
 	}
 	if !strings.Contains(text, "health factor") {
 		t.Errorf("answer %q", truncate(text, 300))
@@ -140,7 +154,11 @@ facilitator_address = "`+fac.Address.Hex()+`"
 		t.Errorf("%d settlements for %d paid answers", n, paid)
 	}
 	if esc := e.esc.seen(); len(esc) > 0 {
-		t.Errorf("claude tried to reach %v", esc)
+		if strictNetwork {
+			t.Errorf("%s tried to reach %v", a.name, esc)
+		} else {
+			t.Logf("%s tried to reach %v (refused)", a.name, esc)
+		}
 	}
 	t.Logf("%d requests, %d paid and settled", len(ex), paid)
 }
