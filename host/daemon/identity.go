@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 
@@ -32,6 +33,26 @@ func (d *Daemon) openIdentity(ctx context.Context, ic *config.Identity, s *sqlit
 	svc := identity.New(identity.Config{Registry: reg, Store: s, CacheTTL: ic.CacheTTL, Window: ic.Window,
 		Domain: x402.Domain{Name: ic.DomainName, Version: ic.DomainVersion, ChainID: ic.ChainID,
 			VerifyingContract: common.HexToAddress(ic.VerifyingContract)}})
+	// Delegation nonces expire a minute or so after use; forget them.
+	loop, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(time.Minute)
+		defer t.Stop()
+		for {
+			select {
+			case <-loop.Done():
+				return
+			case now := <-t.C:
+				if _, err := s.PruneNonces(loop, now); err != nil && loop.Err() == nil {
+					d.Log.Error("identity: pruning delegation nonces", "err", err)
+				}
+			}
+		}
+	}()
+	// Registered after the store's close, so it runs before it.
+	d.closeAll = append(d.closeAll, func() { stop(); <-done })
 	d.Log.Info("accepting ERC-8004 delegations", "chain_id", ic.ChainID, "identity_registry", ic.IdentityRegistry,
 		"reputation_registry", ic.ReputationRegistry, "reviewers", len(reg.Reviewers))
 	return svc, nil

@@ -34,7 +34,15 @@ type Store interface {
 	IdentityKey(ctx context.Context, agent string) (string, error)
 	// KeyIdentity returns the agent linked to key keyID (store.ErrNotFound).
 	KeyIdentity(ctx context.Context, keyID string) (agent string, err error)
+	// ConsumeNonce records nonce in scope once (store.ErrNonceUsed after):
+	// a delegation's, until it can no longer pass the window, so a replay is
+	// refused across restarts and by every gateway sharing the database.
+	ConsumeNonce(ctx context.Context, scope, nonce string, expires time.Time) error
 }
+
+// NonceScope is the scope delegation nonces are consumed in (host/store's
+// nonces table; pruned with the x402 ones by PruneNonces).
+const NonceScope = "erc8004-delegation"
 
 // Config configures a Service.
 type Config struct {
@@ -323,6 +331,16 @@ func (s *Service) Delegate(ctx context.Context, header, method, path string, bod
 	if !s.firstUse(d, now) {
 		return nil, refuse("delegation replayed (nonce already used)")
 	}
+	// The memory set answers a replay to this process at once; the store
+	// makes the refusal survive a restart and hold across gateways. A
+	// timestamp passes the window for at most 2×Window after it is signed.
+	err = s.cfg.Store.ConsumeNonce(ctx, NonceScope, d.Signer.Hex()+":"+hexNonce(d.Nonce), at.Add(s.cfg.Window+time.Second))
+	if errors.Is(err, store.ErrNonceUsed) {
+		return nil, refuse("delegation replayed (nonce already used)")
+	}
+	if err != nil {
+		return nil, err
+	}
 	return &Delegated{KeyID: keyID, Standing: Standing{Agent: id, Score: a.score, Tier: a.tier}}, nil
 }
 
@@ -353,6 +371,8 @@ func (s *Service) firstUse(d *Delegation, now time.Time) bool {
 func spreadText(t Tier) string {
 	return fmt.Sprintf("%d.%02d%%", t.Spread/100, t.Spread%100)
 }
+
+func hexNonce(n [32]byte) string { return common.Bytes2Hex(n[:]) }
 
 // NewNonce returns 32 random bytes, for clients and tests.
 func NewNonce() (n [32]byte) {

@@ -427,3 +427,34 @@ func TestDelegationCounterfactualRefused(t *testing.T) {
 		t.Fatalf("%+v %+v", c, werr)
 	}
 }
+
+// A delegation is single-use across restarts: a new Service (an empty
+// replay set) over the same database still refuses it.
+func TestDelegationReplayAfterRestart(t *testing.T) {
+	r := newIDRig(t)
+	owner := chaintest.Address(r.owner)
+	if _, err := r.link(t, owner, r.owner, 0); err != nil {
+		t.Fatal(err)
+	}
+	h := r.delegation(t, owner, r.owner, 0, r.clock(), chatBody)
+	c, werr := r.k.Admit(context.Background(), delegatedAdmission(h, chatBody))
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	c.Tab.Close(&gateway.Settlement{RequestID: "first", Path: gateway.PathError, Status: 499})
+	r.k.Identity = identity.New(identity.Config{Registry: identity.Registry{Client: r.ch.Client, Identity: r.idReg,
+		Reputation: r.repReg, Reviewers: []common.Address{chaintest.Address(r.reviewer)}, Tag1: "starred"},
+		Domain: r.domain, Store: r.s, Now: r.clock})
+	c, werr = r.k.Admit(context.Background(), delegatedAdmission(h, chatBody))
+	if werr == nil || werr.Status != 401 || !strings.Contains(werr.Message, "replayed") || c.Tab != nil {
+		t.Fatalf("replayed after a restart: %+v %+v", c, werr)
+	}
+	// Pruned once expired: the window has passed, so the refusal is "expired".
+	r.advance(2 * time.Minute)
+	if n, err := r.s.PruneNonces(context.Background(), r.clock()); err != nil || n == 0 {
+		t.Fatalf("prune: %d %v", n, err)
+	}
+	if _, werr := r.k.Admit(context.Background(), delegatedAdmission(h, chatBody)); werr == nil || !strings.Contains(werr.Message, "expired") {
+		t.Fatalf("after the window: %+v", werr)
+	}
+}
