@@ -22,7 +22,9 @@ type X402 struct {
 	Facilitator string
 	// FacilitatorAddress is the facilitator's own address (its
 	// /supported extra.facilitatorAddress for upto): set, the gateway
-	// offers upto beside exact.
+	// offers upto beside exact. With settle = "chain" upto is offered
+	// anyway, the settlement key its facilitator; set, it must be that
+	// key's address.
 	FacilitatorAddress string
 	// MaxTimeout is the offers' maxTimeoutSeconds (0: default).
 	MaxTimeout time.Duration

@@ -80,19 +80,24 @@ erc6492_factories = ["0x0BA5ED0c6AA8c49038F819E587E2633c4A9F428a"]
 		len(x.ERC6492Factories) != 1 || x.Facilitator != "" {
 		t.Fatalf("%+v", x)
 	}
+	// settle = "chain" offers upto too: facilitator_address (the settlement
+	// key's) is allowed with it.
+	chainUpto := "[auth]\nmode = \"keys\"\n[x402]\nsettle = \"chain\"\nrpc_url = \"https://r\"\nsettlement_key = \"env:K\"\nfacilitator_address = \"0x1234567890123456789012345678901234567890\"\n"
+	if cfg, err := Parse([]byte(chainUpto), "pipeline.toml"); err != nil || cfg.X402.FacilitatorAddress == "" {
+		t.Fatalf("settle = chain with facilitator_address: %v", err)
+	}
 	if cfg, _ := Parse([]byte("[auth]\nmode = \"keys\"\n[x402]\n"), "pipeline.toml"); cfg.X402.Settle != SettleFacilitator {
 		t.Fatalf("default settle %q", cfg.X402.Settle)
 	}
 	const keys = "[auth]\nmode = \"keys\"\n[x402]\n"
 	for src, want := range map[string]string{
-		keys + "settle = \"onchain\"\n":                           "x402.settle",
-		keys + "settle = \"chain\"\nrpc_url = \"https://r\"\n":    "needs rpc_url and settlement_key",
-		keys + "settle = \"chain\"\nsettlement_key = \"env:K\"\n": "needs rpc_url and settlement_key",
-		keys + "settlement_key = \"0xabc\"\n":                     "x402.settlement_key",
-		keys + "rpc_url = \"base.example/secret\"\n":              "x402.rpc_url",
-		keys + "erc6492_factories = [\"0x1\"]\n":                  "x402.erc6492_factories[0]",
-		keys + "settle = \"chain\"\nrpc_url = \"https://r\"\nsettlement_key = \"env:K\"\nfacilitator_address = \"0x1234567890123456789012345678901234567890\"\n": "x402.facilitator_address",
-		keys + "enabled = true\npay_to = \"0x209693Bc6afc0C5328bA36FaF03C514EF312287C\"\n":                                                                       "facilitator unless",
+		keys + "settle = \"onchain\"\n":                                                    "x402.settle",
+		keys + "settle = \"chain\"\nrpc_url = \"https://r\"\n":                             "needs rpc_url and settlement_key",
+		keys + "settle = \"chain\"\nsettlement_key = \"env:K\"\n":                          "needs rpc_url and settlement_key",
+		keys + "settlement_key = \"0xabc\"\n":                                              "x402.settlement_key",
+		keys + "rpc_url = \"base.example/secret\"\n":                                       "x402.rpc_url",
+		keys + "erc6492_factories = [\"0x1\"]\n":                                           "x402.erc6492_factories[0]",
+		keys + "enabled = true\npay_to = \"0x209693Bc6afc0C5328bA36FaF03C514EF312287C\"\n": "facilitator unless",
 	} {
 		_, err := Parse([]byte(src), "pipeline.toml")
 		var ve *ValidationError

@@ -66,10 +66,9 @@ func (c *checker) x402Chain(t map[string]any, p string, x *X402) {
 		if x.RPCURL == "" || x.SettlementKey == "" {
 			c.errf(p, `settle = "chain" needs rpc_url and settlement_key`)
 		}
-		if x.FacilitatorAddress != "" {
-			// upto's Permit2 witness names the facilitator that settles it;
-			// the on-chain settler does exact only.
-			c.errf(joinKey(p, "facilitator_address"), `upto settles through a facilitator: not with settle = "chain"`)
-		}
+		// upto is offered too: its Permit2 witness names the settlement
+		// key as facilitator (facilitator_address may be left out; set, it
+		// must be that key's address, which the paywall checks once the
+		// key is loaded).
 	}
 }

@@ -63,7 +63,10 @@ type Config struct {
 	ResourceBase string
 	// UptoFacilitator is the address of the facilitator that settles
 	// upto payments (its /supported extra.facilitatorAddress): the
-	// client's Permit2 witness binds it. Zero: upto is not offered.
+	// client's Permit2 witness binds it. Zero: upto is not offered —
+	// unless the Settler settles on chain itself (*x402.ChainSettler):
+	// then its settlement key is upto's facilitator, the only sender the
+	// upto proxy takes a settlement from, and upto is offered.
 	UptoFacilitator common.Address
 	// Settler settles accepted payments (required): *x402.Facilitator, or
 	// *x402.ChainSettler to settle on chain with the gateway's key.
@@ -145,6 +148,17 @@ func New(ctx context.Context, cfg Config) (*Paywall, error) {
 		return nil, err
 	}
 	p := &Paywall{cfg: cfg, extra: extra, owed: map[string]string{}, counts: map[string]int{}}
+	if cs, ok := cfg.Settler.(interface{ SettlementAddress() common.Address }); ok {
+		switch key := cs.SettlementAddress(); {
+		case key == (common.Address{}):
+		case cfg.UptoFacilitator == (common.Address{}):
+			cfg.UptoFacilitator = key
+			p.cfg.UptoFacilitator = key
+		case cfg.UptoFacilitator != key:
+			return nil, fmt.Errorf("paywall: upto's facilitator %s is not the settlement key's address %s, which settles upto on chain",
+				cfg.UptoFacilitator.Hex(), key.Hex())
+		}
+	}
 	if cfg.UptoFacilitator != (common.Address{}) {
 		p.uptoExtra = uptoExtra(cfg.Token, cfg.UptoFacilitator.Hex())
 	}
