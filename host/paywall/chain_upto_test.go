@@ -118,3 +118,40 @@ func TestChainUptoFacilitatorIsTheKey(t *testing.T) {
 		t.Fatalf("the settlement key as facilitator: %v", err)
 	}
 }
+
+// TestChainUptoOwed: a payer who spends its funds between verification
+// and settlement is not settled (the simulation refuses; no gas spent):
+// the charge is recorded as owed — its amount the charge, not the maximum
+// — the payer refused until it clears, and once funded again the retry
+// settles exactly the charge on chain.
+func TestChainUptoOwed(t *testing.T) {
+	r := newChainRig(t)
+	u := chainUpto(t, r)
+	r.chain.Mint(t, u.from, big.NewInt(100_000))
+	r.chain.ApprovePermit2(t, u.key, new(big.Int).Lsh(big.NewInt(1), 255))
+	c, e := r.keys.Admit(context.Background(), admission(u.headers(t)))
+	if e != nil {
+		t.Fatalf("upto refused: %+v", e)
+	}
+	r.chain.Call(t, u.key, r.chain.USDC, r.chain.TokenABI(), "transfer", common.HexToAddress("0x0000000000000000000000000000000000000e1f"), big.NewInt(100_000))
+	res, err := x402.DecodeSettlementResponse(billHeader(c.Tab.Close(served(100, 50)), x402.HeaderPaymentResponse))
+	if err != nil || res.Success || res.ErrorReason != x402.ReasonInsufficientFunds {
+		t.Fatalf("settlement %+v, %v; want a failure %s", res, err, x402.ReasonInsufficientFunds)
+	}
+	owed, err := r.st.X402Owed(context.Background(), "", 10)
+	if err != nil || len(owed) != 1 || owed[0].Amount != "1260" {
+		t.Fatalf("owed %+v, %v; want one of 1260", owed, err)
+	}
+	next := chainUpto(t, r)
+	next.key, next.from = u.key, u.from
+	refusedWith(t, r, next.headers(t), x402.ReasonInvalidTransaction)
+
+	r.chain.Mint(t, u.from, big.NewInt(5_000))
+	r.pw.Retry(context.Background(), "")
+	if got := r.chain.Balance(t, payTo); got.Int64() != 1260 {
+		t.Fatalf("after the retry payTo holds %s, want 1260", got)
+	}
+	if owed, _ := r.st.X402Owed(context.Background(), "", 10); len(owed) != 0 {
+		t.Fatalf("still owed %+v", owed)
+	}
+}

@@ -99,7 +99,11 @@ func (p *Paywall) record(reqID, payer string, pl *x402.PaymentPayload, req *x402
 		p.cfg.Log.Error("x402: cannot encode a failed settlement", "request_id", reqID)
 		return
 	}
-	rec := store.X402Settlement{Payer: payer, RequestID: reqID, Network: req.Network, Amount: pl.Payload.Authorization.Value,
+	amount := pl.Payload.Authorization.Value
+	if pl.Payload.Permit2Authorization != nil {
+		amount = req.Amount // upto: the actual charge, not the maximum
+	}
+	rec := store.X402Settlement{Payer: payer, RequestID: reqID, Network: req.Network, Amount: amount,
 		Payload: pj, Requirements: rj, Attempts: 1, LastError: reason, Created: p.cfg.Now()}
 	if lost {
 		rec.LastError = writtenOff + reason
