@@ -62,3 +62,36 @@ func BenchmarkSettleOnChain(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkVerifyUptoOnChain: VerifyUpto with the chain checks — ecrecover,
+// then Permit2's allowance, the balance and the upto proxy's settle at the
+// maximum simulated (three eth_calls) — on the in-process node.
+func BenchmarkVerifyUptoOnChain(b *testing.B) {
+	c, payer, payTo, s := uptoSetup(b, 1<<40)
+	u := newUpto(b, c, payer, payTo, s.SettlementAddress(), 2_000_000)
+	v := verifier(c)
+	v.Nonces = nil
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := v.VerifyUpto(b.Context(), u.p, u.req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSettleUptoOnChain: one upto ChainSettler.Settle through the
+// x402UptoPermit2Proxy at an amount below the maximum — simulate,
+// estimate, sign, send, mine, receipt.
+func BenchmarkSettleUptoOnChain(b *testing.B) {
+	c, payer, payTo, s := uptoSetup(b, 1<<40)
+	c.Mint(b, chaintest.Address(payer), big.NewInt(1e12))
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		u := newUpto(b, c, payer, payTo, s.SettlementAddress(), 2_000_000)
+		b.StartTimer()
+		if res, err := s.Settle(b.Context(), u.p, u.at(1_234_567)); err != nil || !res.Success {
+			b.Fatal(res, err)
+		}
+	}
+}

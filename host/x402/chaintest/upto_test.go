@@ -66,7 +66,7 @@ func (u uptoPayment) at(amount int64) *x402.PaymentRequirements {
 
 // uptoSetup: a payer with 5 USDC who approved Permit2, a payee, and a
 // settlement key that is the facilitator.
-func uptoSetup(t *testing.T, approve int64) (*chaintest.Chain, *ecdsa.PrivateKey, common.Address, *x402.ChainSettler) {
+func uptoSetup(t testing.TB, approve int64) (*chaintest.Chain, *ecdsa.PrivateKey, common.Address, *x402.ChainSettler) {
 	t.Helper()
 	c := chaintest.New(t, chaintest.Options{})
 	payer := newKey(t)
