@@ -171,7 +171,9 @@ func TestResponsesPaidAndStored(t *testing.T) {
 		t.Fatalf("%d settlements, want 1", n)
 	}
 	tenant := paywall.TenantPrefix + strings.ToLower(crypto.PubkeyToAddress(key.PublicKey).Hex())
-	if _, err := e.gw.Daemon.Store.GetResponse(t.Context(), tenant, answer.ID); err != nil {
+	// Through the gateway's own store of answers: they are readable at once
+	// and reach the disk behind the request (store.BufferedResponses).
+	if _, err := e.gw.Daemon.Gateway.Responses.GetResponse(t.Context(), tenant, answer.ID); err != nil {
 		t.Fatalf("the paid answer is not stored under %s: %v\n%s", tenant, err, e.gw.LogLines.String())
 	}
 }
