@@ -9,8 +9,13 @@
 #   - solc 0.8.37 (solc-js, MIT): the Solidity compiler as JavaScript, which
 #     then recompiles the project's own contracts (ERC6492Check.sol, embedded
 #     in the gateway; WalletFactory.sol, test only) and fails if a committed
-#     output does not match its source.
-# About 7 MB download, a few seconds; needs node and npm.
+#     output does not match its source;
+#   - solc 0.8.17 and 0.8.28 (aliases solc-0.8.17, solc-0.8.28): upstream's
+#     compilers for the vendored Permit2 and x402UptoPermit2Proxy
+#     (testdata/contracts/vendor), rebuilt and checked the same way, and
+#     against their canonical CREATE2 addresses.
+# About 25 MB download, a few seconds, then ≈30 s of compiling; needs node
+# and npm.
 # Usage: bash scripts/chain-deps.sh   (make chain-test-deps)
 set -euo pipefail
 
