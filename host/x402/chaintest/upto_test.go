@@ -221,3 +221,45 @@ func TestUptoRefusals(t *testing.T) {
 	}
 	wantBalance(t, c, "payTo", payTo, 0)
 }
+
+// TestUptoReverts: the contracts' own refusals, read from their custom
+// errors by a simulation of the proxy's settle: above the permitted amount
+// (AmountExceedsPermitted), before validAfter (PaymentTooEarly), past the
+// deadline (Permit2's SignatureExpired), a signature not by the owner
+// (Permit2's InvalidSigner).
+func TestUptoReverts(t *testing.T) {
+	c, payer, payTo, s := uptoSetup(t, 1<<40)
+	ch := &x402.Chain{Client: c.Client}
+	from := chaintest.Address(payer)
+	sim := func(name string, u uptoPayment, amount int64, want string) {
+		t.Helper()
+		got, err := ch.SimulateUpto(t.Context(), from, u.w, big.NewInt(amount), common.FromHex(u.p.Payload.Signature))
+		if err != nil || got != want {
+			t.Errorf("%s: %q, %v; want %q", name, got, err, want)
+		}
+	}
+	resign := func(u uptoPayment) uptoPayment {
+		d := u.w.Digest(c.ChainID.Uint64())
+		sig, err := crypto.Sign(d[:], payer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sig[64] += 27
+		u.p.Payload.Signature = hexutil.Encode(sig)
+		return u
+	}
+	u := newUpto(t, c, payer, payTo, s.SettlementAddress(), 2_000_000)
+	sim("within the maximum", u, 2_000_000, "")
+	sim("above the maximum", u, 2_000_001, x402.ReasonUptoSettlementExceeds)
+
+	early := newUpto(t, c, payer, payTo, s.SettlementAddress(), 2_000_000)
+	early.w.ValidAfter = big.NewInt(c.Now(t).Unix() + 3600)
+	sim("before validAfter", resign(early), 1, x402.ReasonUptoValidAfter)
+
+	late := newUpto(t, c, payer, payTo, s.SettlementAddress(), 2_000_000)
+	late.w.Deadline = big.NewInt(c.Now(t).Unix() - 1)
+	sim("past the deadline", resign(late), 1, x402.ReasonUptoDeadline)
+
+	forged := newUpto(t, c, newKey(t), payTo, s.SettlementAddress(), 2_000_000) // signed by a stranger, presented as the payer's
+	sim("a stranger's signature", forged, 1, x402.ReasonUptoSignature)
+}
