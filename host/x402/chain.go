@@ -9,6 +9,7 @@ import (
 	"math/big"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/accounts/abi"
@@ -53,6 +54,8 @@ type Chain struct {
 	// pay for the deployment, so an unknown factory is refused
 	// (ErrFactoryNotAllowed) rather than simulated. Empty: none.
 	Factories []common.Address
+
+	uptoProxy atomic.Bool // the upto proxy was seen deployed
 }
 
 var _ OnChain = (*Chain)(nil)

@@ -25,6 +25,9 @@ import (
 const (
 	ReasonPermit2Allowance      = "permit2_allowance_required"
 	ReasonUptoTransactionFailed = "invalid_upto_evm_transaction_failed"
+	// ReasonUptoProxyMissing: the chain has no x402UptoPermit2Proxy (the
+	// reference implementation's code).
+	ReasonUptoProxyMissing = "permit2_proxy_not_deployed"
 )
 
 // uptoProxyABI is x402UptoPermit2Proxy's settle and the errors it and
@@ -147,8 +150,21 @@ func (c *Chain) Allowance(ctx context.Context, token, owner, spender common.Addr
 
 // SimulateUpto runs the upto proxy's settle for amount by eth_call, as the
 // witness's facilitator (the only sender the proxy accepts): "" when it
-// would succeed, else the refusal's code. Nothing is sent.
+// would succeed, else the refusal's code. A transfer that fails is told
+// apart by reading the allowance to Permit2 and the balance, so the happy
+// path costs one eth_call (plus, once, eth_getCode of the proxy: a call to
+// an address without code "succeeds"). Nothing is sent.
 func (c *Chain) SimulateUpto(ctx context.Context, from common.Address, w *Permit2Witness, amount *big.Int, sig []byte) (string, error) {
+	if !c.uptoProxy.Load() {
+		code, err := c.Client.CodeAt(ctx, UptoProxyAddress, nil)
+		if err != nil {
+			return "", fmt.Errorf("x402: eth_getCode %s: %w", UptoProxyAddress.Hex(), err)
+		}
+		if len(code) == 0 {
+			return ReasonUptoProxyMissing, nil
+		}
+		c.uptoProxy.Store(true)
+	}
 	data, err := w.settleCall(from, amount, sig)
 	if err != nil {
 		return ReasonInvalidPayload, nil
@@ -182,38 +198,37 @@ func (c *Chain) transferShort(ctx context.Context, token, from common.Address, a
 // uptoChain is what VerifyUpto asks of Verifier.Chain beyond OnChain;
 // *Chain implements it.
 type uptoChain interface {
-	Allowance(ctx context.Context, token, owner, spender common.Address) (*big.Int, error)
 	SimulateUpto(ctx context.Context, from common.Address, w *Permit2Witness, amount *big.Int, sig []byte) (string, error)
 }
 
 // uptoChecks are the scheme's on-chain verification steps, with v.Chain
-// set: Permit2's allowance (2), the balance (3), and a simulation of the
-// proxy's settle at the maximum (7), which also finds a nonce already
-// spent on chain. Without a chain they are the settlement's.
+// set: Permit2's allowance (2) and the balance (3) cover the maximum, and
+// the proxy's settle at the maximum simulates (7). The simulation comes
+// first — when it passes, so do 2 and 3, one eth_call instead of three —
+// and a failed transfer in it is told apart by reading the allowance and
+// balance. It also finds a nonce already spent on chain. Without a chain
+// these are the settlement's.
 func (v *Verifier) uptoChecks(ctx context.Context, payer string, from common.Address, w *Permit2Witness, sig []byte) error {
 	uc, ok := v.Chain.(uptoChain)
 	if !ok {
 		return nil
 	}
-	allowance, err := uc.Allowance(ctx, w.Token, from, Permit2Address)
-	if err != nil {
-		return &VerifyError{Reason: ReasonUnexpectedVerify, Payer: payer, Err: err}
-	}
-	if allowance.Cmp(w.Amount) < 0 {
-		return refuse(ReasonPermit2Allowance, payer, "%s has approved Permit2 (%s) for %s, below the maximum %s: approve it once, then pay",
-			from.Hex(), Permit2Address.Hex(), allowance, w.Amount)
-	}
-	if err := v.funds(ctx, payer, w.Token, from, w.Amount); err != nil {
-		return err
-	}
 	reason, err := uc.SimulateUpto(ctx, from, w, w.Amount, sig)
 	if err != nil {
 		return &VerifyError{Reason: ReasonUnexpectedVerify, Payer: payer, Err: err}
 	}
-	if reason != "" {
-		return refuse(reason, payer, "the upto proxy's settle at the maximum would revert")
+	switch reason {
+	case "":
+		return nil
+	case ReasonPermit2Allowance:
+		return refuse(reason, payer, "%s has not approved Permit2 (%s) for the maximum %s: approve it once, then pay",
+			from.Hex(), Permit2Address.Hex(), w.Amount)
+	case ReasonInsufficientFunds:
+		return refuse(reason, payer, "the balance is below the maximum %s", w.Amount)
+	case ReasonUptoProxyMissing:
+		return refuse(reason, payer, "no x402 upto proxy at %s on this chain", UptoProxyAddress.Hex())
 	}
-	return nil
+	return refuse(reason, payer, "the upto proxy's settle at the maximum would revert")
 }
 
 // settleUpto settles an upto payment for req.Amount, the actual charge

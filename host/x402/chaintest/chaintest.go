@@ -57,6 +57,9 @@ type Options struct {
 	// the chain's clock keeps to the wall clock), as a real chain does:
 	// for transactions that do not go through Client.
 	BlockTime time.Duration
+	// NoPermit2 leaves Permit2 and the x402 upto proxy out, as on a chain
+	// where they are not deployed.
+	NoPermit2 bool
 }
 
 // Chain is a running simulated chain with USDC deployed.
@@ -196,7 +199,9 @@ func New(t testing.TB, o Options) *Chain {
 	c.Call(t, c.Owner, o.USDC, impl.ABI, "initializeV2_2", []common.Address{}, "USDC")
 	maxAllowance := new(big.Int).Lsh(big.NewInt(1), 200)
 	c.Call(t, c.Owner, o.USDC, impl.ABI, "configureMinter", owner, maxAllowance)
-	c.deployPermit2(t)
+	if !o.NoPermit2 {
+		c.deployPermit2(t)
+	}
 	return c
 }
 

@@ -263,3 +263,16 @@ func TestUptoReverts(t *testing.T) {
 	forged := newUpto(t, c, newKey(t), payTo, s.SettlementAddress(), 2_000_000) // signed by a stranger, presented as the payer's
 	sim("a stranger's signature", forged, 1, x402.ReasonUptoSignature)
 }
+
+// TestUptoNoProxy: on a chain without the upto proxy, verification refuses
+// (permit2_proxy_not_deployed) rather than trusting a call to an address
+// without code, which always "succeeds".
+func TestUptoNoProxy(t *testing.T) {
+	c := chaintest.New(t, chaintest.Options{NoPermit2: true})
+	payer := newKey(t)
+	c.Mint(t, chaintest.Address(payer), big.NewInt(5_000_000))
+	u := newUpto(t, c, payer, chaintest.Address(newKey(t)), chaintest.Address(newKey(t)), 2_000_000)
+	if _, err := verifier(c).VerifyUpto(t.Context(), u.p, u.req); x402.ReasonOf(err) != x402.ReasonUptoProxyMissing {
+		t.Fatalf("verify without the proxy: %v", err)
+	}
+}
