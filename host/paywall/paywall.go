@@ -58,6 +58,16 @@ type Config struct {
 	Spread pricing.Spread
 	// RequestsPerMinute limits each wallet (0: no limit).
 	RequestsPerMinute int
+	// DayBudget and MonthBudget cap what each wallet may spend per UTC
+	// day and month, in micro-USD (USDC atomic units; 0: no cap): the
+	// default of every wallet. A wallet's own budget in Budgets overrides
+	// its period's default.
+	DayBudget, MonthBudget int64
+	// Budgets, when set, holds per-wallet budgets (scope account, subject
+	// the tenant "wallet:0x…"), read on a wallet's first request and
+	// again when older than BudgetRefresh (0: 2 s).
+	Budgets       store.SpendBudgets
+	BudgetRefresh time.Duration
 	// ResourceBase prefixes the path in the challenge's resource.url
 	// (e.g. https://bardo.example.com); "" leaves the path alone.
 	ResourceBase string
@@ -84,7 +94,8 @@ type Config struct {
 	// Owed keeps the settlements that failed (required).
 	Owed store.X402Settlements
 	// Usage, when set, gets a usage record per paid request under its
-	// wallet (account id "wallet:0x…"), as a key's requests do.
+	// wallet (account id "wallet:0x…"), as a key's requests do; budgets
+	// sum a wallet's spend from them on its first request.
 	Usage store.UsageLog
 	Now   func() time.Time
 	Log   *slog.Logger
@@ -101,6 +112,7 @@ type Paywall struct {
 	owed   map[string]string // payer -> the last failure's reason, for payers with owed settlements
 	window int64             // the minute the counts are for
 	counts map[string]int
+	purses map[string]*purse // tenant -> its budgets' state (budget.go)
 }
 
 // Defaults of Config.
@@ -137,6 +149,12 @@ func New(ctx context.Context, cfg Config) (*Paywall, error) {
 	if cfg.SettleTimeout <= 0 {
 		cfg.SettleTimeout = DefaultSettleTimeout
 	}
+	if cfg.BudgetRefresh <= 0 {
+		cfg.BudgetRefresh = DefaultBudgetRefresh
+	}
+	if cfg.DayBudget < 0 || cfg.MonthBudget < 0 {
+		return nil, errors.New("paywall: a wallet budget cannot be negative")
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -147,7 +165,8 @@ func New(ctx context.Context, cfg Config) (*Paywall, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Paywall{cfg: cfg, extra: extra, owed: map[string]string{}, counts: map[string]int{}}
+	p := &Paywall{cfg: cfg, extra: extra, owed: map[string]string{}, counts: map[string]int{},
+		purses: map[string]*purse{}}
 	if cs, ok := cfg.Settler.(interface{ SettlementAddress() common.Address }); ok {
 		switch key := cs.SettlementAddress(); {
 		case key == (common.Address{}):
@@ -342,12 +361,22 @@ func (p *Paywall) Pay(ctx context.Context, cred auth.Credential, a *gateway.Admi
 			RetryAfterMs: int64(time.Unix((now.Unix()/60+1)*60, 0).Sub(now) / time.Millisecond),
 			Message:      "rate limit reached: this wallet may send " + strconv.Itoa(p.cfg.RequestsPerMinute) + " requests a minute; nothing was charged"}
 	}
+	// The budgets come after the rate limit, the cheaper check; a refusal
+	// settles nothing and, like the rate limit's, leaves the nonce consumed.
 	if vu != nil {
-		c.Tab = &uptoTab{p: p, payload: pl, req: req, verified: vu, input: a.InputTokens, tenant: tenant,
+		u, e := p.hold(ctx, tenant, vu.Max.Int64())
+		if e != nil {
+			return c, e
+		}
+		c.Tab = &uptoTab{p: p, payload: pl, req: req, verified: vu, input: a.InputTokens, tenant: tenant, purse: u,
 			bill: pricing.NewBill(pricing.Terms{Spread: p.cfg.Spread})}
 		return c, nil
 	}
-	c.Tab = &tab{p: p, payload: pl, req: req, verified: v, input: a.InputTokens, tenant: tenant}
+	u, e := p.hold(ctx, tenant, v.Amount.Int64())
+	if e != nil {
+		return c, e
+	}
+	c.Tab = &tab{p: p, payload: pl, req: req, verified: v, input: a.InputTokens, tenant: tenant, purse: u}
 	return c, nil
 }
 

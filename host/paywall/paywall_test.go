@@ -38,6 +38,8 @@ type rig struct {
 	fac  *x402test.Facilitator
 	pw   *paywall.Paywall
 	keys *admit.Keys
+	// conf, when set, adjusts the paywall's configuration at each open.
+	conf func(*paywall.Config)
 }
 
 func newRig(t testing.TB) *rig {
@@ -59,8 +61,12 @@ func (r *rig) open() {
 		r.t.Fatal(err)
 	}
 	r.t.Cleanup(func() { st.Close() })
-	pw, err := paywall.New(context.Background(), paywall.Config{PayTo: payTo, Settler: &x402.Facilitator{URL: r.fac.URL},
-		Nonces: st, Owed: st, Usage: st})
+	r.st = st // conf may use it
+	cfg := paywall.Config{PayTo: payTo, Settler: &x402.Facilitator{URL: r.fac.URL}, Nonces: st, Owed: st, Usage: st}
+	if r.conf != nil {
+		r.conf(&cfg)
+	}
+	pw, err := paywall.New(context.Background(), cfg)
 	if err != nil {
 		r.t.Fatal(err)
 	}

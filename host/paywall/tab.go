@@ -22,6 +22,7 @@ type tab struct {
 	verified *x402.Verified
 	input    int64
 	tenant   string
+	purse    *purse // the wallet's budgets, holding the amount; nil: none
 }
 
 // Internal implements gateway.Tab. An exact payment is a fixed price: a
@@ -52,6 +53,7 @@ func (t *tab) Close(s *gateway.Settlement) gateway.Bill {
 	f.Charge, f.Savings = 0, 0
 	if !served(s) {
 		p.recordUsage(s, t.tenant, &f)
+		p.release(t.purse, t.verified.Amount.Int64(), 0)
 		return gateway.Bill{}
 	}
 	f.Charge = pricing.Micros(t.verified.Amount.Int64()) // USDC atomic units are micro-USD
@@ -70,6 +72,7 @@ func (t *tab) Close(s *gateway.Settlement) gateway.Bill {
 		res = &x402.SettlementResponse{Success: false, ErrorReason: reason, Payer: t.verified.Payer.Hex(), Network: t.req.Network}
 	}
 	p.recordUsage(s, t.tenant, &f)
+	p.release(t.purse, t.verified.Amount.Int64(), int64(f.Charge)) // settled or owed: spent either way
 	name := x402.HeaderPaymentResponse
 	if t.payload.X402Version == x402.Version1 {
 		name = x402.HeaderXPaymentResponse

@@ -32,6 +32,7 @@ type uptoTab struct {
 	verified *x402.VerifiedUpto
 	input    int64 // the admission's input estimate
 	tenant   string
+	purse    *purse // the wallet's budgets, holding the maximum; nil: none
 
 	mu   sync.Mutex
 	bill pricing.Bill
@@ -114,6 +115,7 @@ func (t *uptoTab) Close(s *gateway.Settlement) gateway.Bill {
 		}
 	}
 	p.recordUsage(s, t.tenant, &f)
+	p.release(t.purse, t.verified.Max.Int64(), int64(f.Charge))
 	v, _ := x402.EncodeHeader(res)
 	b := gateway.Bill{Figures: f, Headers: []wire.KV{{Key: name, Value: v}, {Key: pricing.HeaderCost, Value: f.CostHeader()}}}
 	if s.Streamed {

@@ -1,0 +1,249 @@
+package paywall_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"math/big"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/crypto"
+
+	"github.com/bardoinference/bardo/host/gateway"
+	"github.com/bardoinference/bardo/host/paywall"
+	"github.com/bardoinference/bardo/host/store"
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// perRequest is the exact price of admission(): 21600 micro-USD.
+const perRequest = 21600
+
+// budgetRig is a rig whose wallets have budgets (conf), on a clock the
+// test moves; payments are signed valid around the clock.
+type budgetRig struct {
+	*rig
+	clock time.Time
+	n     int // request ids
+}
+
+func newBudgetRig(t *testing.T, conf func(*paywall.Config)) *budgetRig {
+	r := newRig(t)
+	b := &budgetRig{rig: r, clock: time.Now()}
+	r.conf = func(c *paywall.Config) {
+		c.Now = func() time.Time { return b.clock }
+		c.Budgets = r.st
+		conf(c)
+	}
+	r.open()
+	return b
+}
+
+// pay admits a payment by key, signed valid around the rig's clock.
+func (b *budgetRig) pay(t *testing.T, key *ecdsa.PrivateKey) (gateway.Caller, *wire.Error) {
+	t.Helper()
+	p := newPayment(t, b.rig, key)
+	p.auth.ValidAfter, p.auth.ValidBefore = big.NewInt(b.clock.Unix()-60), big.NewInt(b.clock.Unix()+100)
+	return b.keys.Admit(context.Background(), admission(p.headers(t)))
+}
+
+// serve closes c's tab with a served answer of its own request id.
+func (b *budgetRig) serve(c gateway.Caller) {
+	b.n++
+	c.Tab.Close(&gateway.Settlement{RequestID: "budget-" + strconv.Itoa(b.n), Status: 200})
+}
+
+// payServe pays and serves n requests of key, failing on a refusal.
+func (b *budgetRig) payServe(t *testing.T, key *ecdsa.PrivateKey, n int) {
+	t.Helper()
+	for i := range n {
+		c, e := b.pay(t, key)
+		if e != nil {
+			t.Fatalf("request %d of %d: %+v", i+1, n, e)
+		}
+		b.serve(c)
+	}
+}
+
+// refused checks that key's next payment gets the budget's 429: no tab,
+// Retry-After to resets, the message naming the budget and the nonce.
+func (b *budgetRig) refused(t *testing.T, key *ecdsa.PrivateKey, what string, resets time.Time) {
+	t.Helper()
+	settled := len(b.fac.Settlements())
+	c, e := b.pay(t, key)
+	if e == nil || e.Status != 429 || e.Kind != wire.ErrRateLimit || c.Tab != nil {
+		t.Fatalf("over the %s budget: %+v (tab %v), want 429 and no tab", what, e, c.Tab)
+	}
+	if want := (resets.Sub(b.clock) + time.Millisecond - 1).Milliseconds(); e.RetryAfterMs != want {
+		t.Errorf("Retry-After %d ms, want %d (to %s)", e.RetryAfterMs, want, resets)
+	}
+	for _, s := range []string{"wallet's " + what + " budget", "resets at " + resets.Format(time.RFC3339), "Nothing was charged", "sign a new one"} {
+		if !strings.Contains(e.Message, s) {
+			t.Errorf("message %q does not say %q", e.Message, s)
+		}
+	}
+	if n := len(b.fac.Settlements()); n != settled {
+		t.Errorf("a refused payment settled (%d -> %d)", settled, n)
+	}
+}
+
+func tomorrow(t time.Time) time.Time {
+	return time.Date(t.UTC().Year(), t.UTC().Month(), t.UTC().Day()+1, 0, 0, 0, 0, time.UTC)
+}
+
+func nextMonth(t time.Time) time.Time {
+	return time.Date(t.UTC().Year(), t.UTC().Month()+1, 1, 0, 0, 0, 0, time.UTC)
+}
+
+func tenantOf(key *ecdsa.PrivateKey) string {
+	return "wallet:" + strings.ToLower(crypto.PubkeyToAddress(key.PublicKey).Hex())
+}
+
+// Over the day's budget: 429 with Retry-After to the next UTC midnight,
+// nothing settled; another wallet is not affected; the next day serves
+// again.
+func TestWalletDayBudget(t *testing.T) {
+	b := newBudgetRig(t, func(c *paywall.Config) { c.DayBudget = 2*perRequest + 100 })
+	key, other := wallet(t), wallet(t)
+	b.payServe(t, key, 2)
+	b.refused(t, key, "daily", tomorrow(b.clock))
+	b.payServe(t, other, 1)
+	if n := len(b.fac.Settlements()); n != 3 {
+		t.Fatalf("settled %d, want 3", n)
+	}
+	// The next day: its spend starts at 0. (Admitted, not served: the
+	// local facilitator checks the authorization's window on the real
+	// clock.)
+	b.clock = tomorrow(b.clock).Add(time.Second)
+	for i := range 2 {
+		if _, e := b.pay(t, key); e != nil {
+			t.Fatalf("the next day, request %d: %+v", i+1, e)
+		}
+	}
+	b.refused(t, key, "daily", tomorrow(b.clock))
+}
+
+// The month's budget counts every day of the month; over both, the
+// month's (which clears last) is named.
+func TestWalletMonthBudget(t *testing.T) {
+	b := newBudgetRig(t, func(c *paywall.Config) { c.MonthBudget = perRequest })
+	key := wallet(t)
+	b.payServe(t, key, 1)
+	b.refused(t, key, "monthly", nextMonth(b.clock))
+
+	b = newBudgetRig(t, func(c *paywall.Config) { c.DayBudget, c.MonthBudget = perRequest, perRequest })
+	b.payServe(t, key, 1)
+	b.refused(t, key, "monthly", nextMonth(b.clock))
+}
+
+// Payments arriving at once cannot overshoot: 16 at once with room for 5
+// admit exactly 5 (each held from admission until its tab closes).
+func TestWalletBudgetConcurrent(t *testing.T) {
+	b := newBudgetRig(t, func(c *paywall.Config) { c.DayBudget = 6 * perRequest })
+	key := wallet(t)
+	b.payServe(t, key, 1) // the wallet's state is loaded; 5 fit after it
+	var hs []*payment
+	for range 16 {
+		p := newPayment(t, b.rig, key)
+		p.auth.ValidAfter, p.auth.ValidBefore = big.NewInt(b.clock.Unix()-60), big.NewInt(b.clock.Unix()+100)
+		hs = append(hs, p)
+	}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	callers := make([]gateway.Caller, 16)
+	errs := make([]*wire.Error, 16)
+	for i, p := range hs {
+		h := p.headers(t)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			callers[i], errs[i] = b.keys.Admit(context.Background(), admission(h))
+		}()
+	}
+	close(start)
+	wg.Wait()
+	admitted := 0
+	for i, e := range errs {
+		switch {
+		case e == nil:
+			admitted++
+			b.serve(callers[i])
+		case e.Status != 429:
+			t.Errorf("payment %d: %+v, want 429", i, e)
+		}
+	}
+	if admitted != 5 {
+		t.Fatalf("admitted %d of 16 with room for 5", admitted)
+	}
+	if n := len(b.fac.Settlements()); n != 6 {
+		t.Fatalf("settled %d, want 6", n)
+	}
+	b.refused(t, key, "daily", tomorrow(b.clock))
+}
+
+// A restart keeps the day's spend: it is summed from the wallet's usage
+// records on its first request.
+func TestWalletBudgetRestart(t *testing.T) {
+	b := newBudgetRig(t, func(c *paywall.Config) { c.DayBudget = 3*perRequest - 1 })
+	key := wallet(t)
+	b.payServe(t, key, 2)
+	b.open() // a restart
+	b.refused(t, key, "daily", tomorrow(b.clock))
+}
+
+// A wallet's own budget (the store's, scope account, subject its tenant)
+// overrides the default; one set later is read within the refresh.
+func TestWalletBudgetOverride(t *testing.T) {
+	b := newBudgetRig(t, func(c *paywall.Config) { c.DayBudget = perRequest })
+	rich, plain := wallet(t), wallet(t)
+	ctx := context.Background()
+	if err := b.st.SetBudget(ctx, store.SpendBudget{Scope: store.ScopeAccount, Subject: tenantOf(rich),
+		Period: store.PeriodDay, Limit: 3 * perRequest}); err != nil {
+		t.Fatal(err)
+	}
+	b.payServe(t, rich, 3)
+	b.refused(t, rich, "daily", tomorrow(b.clock))
+	b.payServe(t, plain, 1)
+	b.refused(t, plain, "daily", tomorrow(b.clock))
+
+	// The operator raises it: seen once the cached budgets are older
+	// than the refresh (2 s).
+	if err := b.st.SetBudget(ctx, store.SpendBudget{Scope: store.ScopeAccount, Subject: tenantOf(rich),
+		Period: store.PeriodDay, Limit: 4 * perRequest}); err != nil {
+		t.Fatal(err)
+	}
+	b.clock = b.clock.Add(3 * time.Second)
+	b.payServe(t, rich, 1)
+	b.refused(t, rich, "daily", tomorrow(b.clock))
+}
+
+// upto holds its maximum while in flight and counts what it settled.
+func TestWalletBudgetUpto(t *testing.T) {
+	r := newRig(t)
+	r.conf = func(c *paywall.Config) { c.UptoFacilitator, c.DayBudget = r.fac.Address, 30000 }
+	r.open()
+	key := wallet(t)
+	c, e := r.keys.Admit(context.Background(), admission(newUpto(t, r, key).headers(t)))
+	if e != nil {
+		t.Fatal(e)
+	}
+	// 21600 held of 30000: another maximum does not fit.
+	if _, e := r.keys.Admit(context.Background(), admission(newUpto(t, r, key).headers(t))); e == nil || e.Status != 429 {
+		t.Fatalf("second upto while the first is held: %+v", e)
+	}
+	c.Tab.Close(served(100, 50)) // 1260 settled
+	c, e = r.keys.Admit(context.Background(), admission(newUpto(t, r, key).headers(t)))
+	if e != nil {
+		t.Fatalf("1260 spent + 21600 held fits 30000: %+v", e)
+	}
+	s := served(100, 50)
+	s.RequestID = "req2"
+	c.Tab.Close(s)
+	// 2520 spent: 2520 + 21600 fits; 3 held would not.
+	if n := len(r.fac.Settlements()); n != 2 {
+		t.Fatalf("settled %d, want 2", n)
+	}
+}
