@@ -318,15 +318,7 @@ func (s *ChainSettler) settleUpto(ctx context.Context, p *PaymentPayload, req *P
 		return no(ReasonInvalidPayload)
 	}
 	var hash common.Hash
-	reason, err := s.transact(ctx, UptoProxyAddress, data, uptoRevert, func(h common.Hash) {
-		hash = h
-		s.mu.Lock()
-		if s.sent == nil {
-			s.sent = map[NonceKey]common.Hash{}
-		}
-		s.sent[key] = h
-		s.mu.Unlock()
-	})
+	reason, err := s.transact(ctx, UptoProxyAddress, data, uptoRevert, s.remember(key, &hash))
 	if err != nil {
 		return nil, err
 	}

@@ -174,15 +174,7 @@ func (s *ChainSettler) Settle(ctx context.Context, p *PaymentPayload, req *Payme
 		return no(ReasonInvalidPayload)
 	}
 	var hash common.Hash
-	reason, err := s.transact(ctx, token, data, revertReason, func(h common.Hash) {
-		hash = h
-		s.mu.Lock()
-		if s.sent == nil {
-			s.sent = map[NonceKey]common.Hash{}
-		}
-		s.sent[key] = h
-		s.mu.Unlock()
-	})
+	reason, err := s.transact(ctx, token, data, revertReason, s.remember(key, &hash))
 	if err != nil {
 		return nil, err
 	}
@@ -363,4 +355,19 @@ func (s *ChainSettler) SettlementAddress() common.Address {
 		return common.Address{}
 	}
 	return s.Key.addr
+}
+
+// remember is transact's onSent: the hash goes to *hash and is kept under
+// key, so a retry of the same authorization finds the transaction it
+// already sent instead of sending another.
+func (s *ChainSettler) remember(key NonceKey, hash *common.Hash) func(common.Hash) {
+	return func(h common.Hash) {
+		*hash = h
+		s.mu.Lock()
+		if s.sent == nil {
+			s.sent = map[NonceKey]common.Hash{}
+		}
+		s.sent[key] = h
+		s.mu.Unlock()
+	}
 }
