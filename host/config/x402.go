@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"regexp"
 	"time"
+
+	"github.com/bardoinference/bardo/host/pricing"
 )
 
 // X402 holds the [x402] table: accepting payment per request with x402
@@ -35,6 +37,10 @@ type X402 struct {
 	SpreadBps *int32
 	// RequestsPerMinute limits each wallet (0: none).
 	RequestsPerMinute int
+	// WalletDayBudget and WalletMonthBudget cap what each wallet may
+	// spend per UTC day and month, in micro-USD (0: none); a wallet's own
+	// budget (bardo accounts budget wallet:0x…) overrides them.
+	WalletDayBudget, WalletMonthBudget int64
 	// ResourceBase is the public base URL the challenge's resource.url
 	// starts with ("" : the path alone).
 	ResourceBase string
@@ -44,7 +50,7 @@ type X402 struct {
 }
 
 var (
-	x402Keys  = []string{"enabled", "pay_to", "network", "facilitator", "facilitator_address", "max_timeout", "min_amount", "spread_percent", "requests_per_minute", "resource_base", "settle", "rpc_url", "settlement_key", "erc6492_factories"}
+	x402Keys  = []string{"enabled", "pay_to", "network", "facilitator", "facilitator_address", "max_timeout", "min_amount", "spread_percent", "requests_per_minute", "wallet_day_budget", "wallet_month_budget", "resource_base", "settle", "rpc_url", "settlement_key", "erc6492_factories"}
 	evmAddrRe = regexp.MustCompile(`^0x[0-9a-fA-F]{40}$`)
 )
 
@@ -117,6 +123,8 @@ func (c *checker) x402(tree map[string]any, a Auth) X402 {
 			x.RequestsPerMinute = int(n)
 		}
 	}
+	x.WalletDayBudget = c.walletBudget(t, p, "wallet_day_budget")
+	x.WalletMonthBudget = c.walletBudget(t, p, "wallet_month_budget")
 	if s, ok := c.str(t, p, "resource_base"); ok {
 		x.ResourceBase = s
 	}
@@ -128,4 +136,19 @@ func (c *checker) x402(tree map[string]any, a Auth) X402 {
 		c.errf(p, `enabled = true needs [auth] mode = "keys"`)
 	}
 	return x
+}
+
+// walletBudget reads a wallet budget: a decimal USD string above 0 with
+// at most 6 decimals (USDC's), in micro-USD; 0 when absent.
+func (c *checker) walletBudget(t map[string]any, p, key string) int64 {
+	s, ok := c.str(t, p, key)
+	if !ok {
+		return 0
+	}
+	m, err := pricing.ParseUSD(s)
+	if err != nil || m <= 0 {
+		c.errf(joinKey(p, key), `must be a USD amount above 0 with at most 6 decimals, such as "5.00" (leave it out for none), got %q`, s)
+		return 0
+	}
+	return int64(m)
 }

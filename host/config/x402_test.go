@@ -22,6 +22,8 @@ max_timeout = "90s"
 min_amount = 500
 spread_percent = 18
 requests_per_minute = 30
+wallet_day_budget = "5"
+wallet_month_budget = "100.000001"
 `), "pipeline.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +32,8 @@ requests_per_minute = 30
 	if !x.Enabled || x.PayTo != "0x209693Bc6afc0C5328bA36FaF03C514EF312287C" || x.Network != "eip155:84532" ||
 		x.Facilitator != "https://x402.org/facilitator" || x.MaxTimeout != 90*time.Second || x.MinAmount != 500 ||
 		x.SpreadBps == nil || *x.SpreadBps != 1800 || x.RequestsPerMinute != 30 ||
-		x.FacilitatorAddress != "0x1234567890123456789012345678901234567890" {
+		x.FacilitatorAddress != "0x1234567890123456789012345678901234567890" ||
+		x.WalletDayBudget != 5_000_000 || x.WalletMonthBudget != 100_000_001 {
 		t.Fatalf("%+v", x)
 	}
 	if cfg, err := Parse(nil, "pipeline.toml"); err != nil || cfg.X402.Enabled {
@@ -47,6 +50,10 @@ requests_per_minute = 30
 		keys + "[x402]\nmax_timeout = \"1s\"\n":                                 "x402.max_timeout",
 		keys + "[x402]\nmin_amount = 0\n":                                       "x402.min_amount",
 		keys + "[x402]\npay_too = 1\n":                                          "unknown key",
+		keys + "[x402]\nwallet_day_budget = 5\n":                                "x402.wallet_day_budget",
+		keys + "[x402]\nwallet_day_budget = \"0\"\n":                            "x402.wallet_day_budget",
+		keys + "[x402]\nwallet_month_budget = \"1.0000001\"\n":                  "x402.wallet_month_budget",
+		keys + "[x402]\nwallet_month_budget = \"-2\"\n":                         "x402.wallet_month_budget",
 		"[x402]\nenabled = true\npay_to = \"0x209693Bc6afc0C5328bA36FaF03C514EF312287C\"\nfacilitator = \"http://f\"\n": `mode = "keys"`,
 	} {
 		_, err := Parse([]byte(src), "pipeline.toml")
