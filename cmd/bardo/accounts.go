@@ -31,6 +31,8 @@ const accountsUsage = `usage (amounts in USD, exact to 6 decimals):
   bardo accounts [-data DIR] tier ACCOUNT free|pro|golem
   bardo accounts [-data DIR] disable|enable ACCOUNT
   bardo accounts [-data DIR] budget ACCOUNT [-day USD|none] [-month USD|none]
+An x402 wallet's budget: ACCOUNT is wallet:0x<address> (its account is created
+with its first budget); it overrides [x402] wallet_day_budget/wallet_month_budget.
 `
 
 const keysUsage = `usage:

@@ -135,6 +135,15 @@ func TestBudgetsRateLimitsAndUsageCLI(t *testing.T) {
 	if strings.Contains(out, "key "+kid+" per month") {
 		t.Fatalf("a removed budget is shown:\n%s", out)
 	}
+	// An x402 wallet's budget (host/paywall enforces it): its account is
+	// created with it, under the lower-case id the paywall uses.
+	const w = "wallet:0xabcdef0123456789abcdef0123456789abcdef01"
+	if _, err := run(t, accountsCmd, "-data", dir, "budget", "wallet:0xABCDEF0123456789abcdef0123456789ABCDEF01", "-day", "3"); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := run(t, accountsCmd, "-data", dir, "show", w); !strings.Contains(out, "account "+w+" per day: 3.000000") {
+		t.Fatalf("wallet show:\n%s", out)
+	}
 
 	s, err := sqlite.Open(context.Background(), filepath.Join(dir, sqlite.FileName), sqlite.Options{})
 	if err != nil {

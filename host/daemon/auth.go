@@ -112,6 +112,7 @@ func (d *Daemon) openPaywall(ctx context.Context, xc config.X402, s *sqlite.Stor
 	}
 	pc := paywall.Config{PayTo: common.HexToAddress(xc.PayTo), Token: tok, MaxTimeout: xc.MaxTimeout, MinAmount: xc.MinAmount,
 		RequestsPerMinute: xc.RequestsPerMinute, ResourceBase: xc.ResourceBase,
+		DayBudget: xc.WalletDayBudget, MonthBudget: xc.WalletMonthBudget, Budgets: s,
 		Settler: &x402.Facilitator{URL: xc.Facilitator}, Nonces: s, Owed: s, Usage: s, Log: d.Log.With("component", "x402")}
 	if xc.FacilitatorAddress != "" {
 		pc.UptoFacilitator = common.HexToAddress(xc.FacilitatorAddress)

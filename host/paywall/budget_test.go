@@ -3,18 +3,25 @@ package paywall_test
 import (
 	"context"
 	"crypto/ecdsa"
+	"errors"
 	"math/big"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/anthropics/anthropic-sdk-go"
+	anthropicoption "github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/openai/openai-go/v3"
+	openaioption "github.com/openai/openai-go/v3/option"
 
 	"github.com/bardoinference/bardo/host/gateway"
 	"github.com/bardoinference/bardo/host/paywall"
 	"github.com/bardoinference/bardo/host/store"
+	"github.com/bardoinference/bardo/host/x402"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -245,5 +252,60 @@ func TestWalletBudgetUpto(t *testing.T) {
 	// 2520 spent: 2520 + 21600 fits; 3 held would not.
 	if n := len(r.fac.Settlements()); n != 2 {
 		t.Fatalf("settled %d, want 2", n)
+	}
+}
+
+// Through the daemon ([x402] wallet_day_budget): a payment over the
+// wallet's day budget is the dialect's 429 with Retry-After, nothing
+// served or settled, and both SDKs see a rate-limit error.
+func TestGatewayWalletBudget(t *testing.T) {
+	e := startE2EWith(t, t.TempDir(), "wallet_day_budget = \"0.002\"\n")
+	ctx := t.Context()
+	key := wallet(t)
+	var resp *http.Response
+	if _, err := e.an.Messages.New(ctx, anthropicParams, anthropicoption.WithResponseInto(&resp)); err == nil {
+		t.Fatal("served without payment")
+	}
+	pr, err := x402.DecodePaymentRequired(resp.Header.Get(x402.HeaderPaymentRequired))
+	if err != nil {
+		t.Fatal(err)
+	}
+	price, _ := strconv.ParseInt(pr.Accepts[0].Amount, 10, 64)
+	if price > 2000 || 2*price <= 2000 {
+		t.Fatalf("the test wants one payment of %d to fit in 2000 and two not to", price)
+	}
+	if _, err := e.an.Messages.New(ctx, anthropicParams, anthropicoption.WithHeader(x402.HeaderPaymentSignature, sign(t, resp, key))); err != nil {
+		t.Fatalf("first paid request: %v", err)
+	}
+	var refused *http.Response
+	_, err = e.an.Messages.New(ctx, anthropicParams, anthropicoption.WithHeader(x402.HeaderPaymentSignature, sign(t, resp, key)),
+		anthropicoption.WithResponseInto(&refused))
+	var ae *anthropic.Error
+	if !errors.As(err, &ae) || ae.StatusCode != 429 || !strings.Contains(ae.Error(), "rate_limit_error") ||
+		!strings.Contains(ae.Error(), "daily budget") {
+		t.Fatalf("over the budget (Messages): %v", err)
+	}
+	ra, err := strconv.Atoi(refused.Header.Get("Retry-After"))
+	if until := time.Until(tomorrow(time.Now())); err != nil || ra < 1 || time.Duration(ra)*time.Second > until+2*time.Second {
+		t.Errorf("Retry-After %q, want the seconds to midnight UTC (%s)", refused.Header.Get("Retry-After"), until)
+	}
+	// Chat Completions' body is priced apart: its own 402 first.
+	chat := openai.ChatCompletionNewParams{Model: "claude-sonnet-4-5", MaxTokens: openai.Int(64),
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")}}
+	var oresp *http.Response
+	if _, err := e.oa.Chat.Completions.New(ctx, chat, openaioption.WithResponseInto(&oresp)); err == nil {
+		t.Fatal("served without payment")
+	}
+	var oe *openai.Error
+	_, err = e.oa.Chat.Completions.New(ctx, chat, openaioption.WithHeader(x402.HeaderPaymentSignature, sign(t, oresp, key)))
+	if !errors.As(err, &oe) || oe.StatusCode != 429 || oe.Type != "rate_limit_exceeded" && oe.Type != "rate_limit_error" {
+		t.Fatalf("over the budget (Chat Completions): %v", err)
+	}
+	if n := len(e.fac.Settlements()); n != 1 {
+		t.Fatalf("%d settlements, want 1", n)
+	}
+	// Another wallet is not affected.
+	if _, err := e.an.Messages.New(ctx, anthropicParams, anthropicoption.WithHeader(x402.HeaderPaymentSignature, sign(t, resp, wallet(t)))); err != nil {
+		t.Fatalf("another wallet: %v", err)
 	}
 }

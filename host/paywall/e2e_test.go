@@ -34,7 +34,10 @@ type e2e struct {
 
 func startE2E(t testing.TB) *e2e { return startE2EIn(t, t.TempDir()) }
 
-func startE2EIn(t testing.TB, dataDir string) *e2e {
+func startE2EIn(t testing.TB, dataDir string) *e2e { return startE2EWith(t, dataDir, "") }
+
+// startE2EWith starts the gateway with more [x402] keys (x402 lines).
+func startE2EWith(t testing.TB, dataDir, x402 string) *e2e {
 	t.Helper()
 	fake := fakeupstream.New(fakeupstream.WithAPIKey(testgateway.FakeUpstreamKey))
 	t.Cleanup(fake.Close)
@@ -52,7 +55,7 @@ enabled = true
 pay_to = "` + payTo.Hex() + `"
 facilitator = "` + fac.URL + `"
 facilitator_address = "` + fac.Address.Hex() + `"
-` + testgateway.FakeProviders(fake.URL()) + `
+` + x402 + testgateway.FakeProviders(fake.URL()) + `
 [[provider.model]]
 id = "claude-sonnet-4-5"
 input_price = "3"

@@ -910,9 +910,16 @@ func budgetViews(bs []store.SpendBudget, subject string) []budgetJSON {
 	return out
 }
 
+// walletPrefix starts an x402 wallet's account id, "wallet:0x<address>"
+// (host/paywall), lower case.
+const walletPrefix = "wallet:0x"
+
 // listBudgets answers GET /admin/accounts/{id}/budgets: the account's
 // budgets and its keys'.
 func (sv *Server) listBudgets(ctx *fasthttp.RequestCtx, id string) {
+	if w := strings.ToLower(id); strings.HasPrefix(w, walletPrefix) {
+		id = w
+	}
 	if _, err := sv.Admin.Accounts.Account(ctx, id); err != nil {
 		sv.storeFail(ctx, err, "account "+clip(id))
 		return
@@ -968,7 +975,16 @@ func (sv *Server) putBudgets(ctx *fasthttp.RequestCtx, scope store.BudgetScope, 
 	}
 	what := string(scope) + " " + clip(id)
 	var account string
-	if scope == store.ScopeKey {
+	if w := strings.ToLower(id); scope == store.ScopeAccount && strings.HasPrefix(w, walletPrefix) {
+		// An x402 wallet has an account row only once it has a budget:
+		// SetBudget creates it (host/store/sqlite), or answers not found
+		// for an id that is no wallet's.
+		account = w
+		for i := range set {
+			set[i].Subject = w
+		}
+		id = w
+	} else if scope == store.ScopeKey {
 		k, err := sv.Admin.Accounts.Key(ctx, id)
 		if err != nil {
 			sv.storeFail(ctx, err, what)

@@ -259,6 +259,16 @@ func TestAccountsAPI(t *testing.T) {
 		t.Fatalf("all budgets %v", all)
 	}
 	as.admin("PUT", "/admin/keys/nope/budgets", `{"day_usd":"1"}`, 404)
+	// An x402 wallet's budget: its account row is created with it; the id
+	// is lower-cased as the paywall names the wallet.
+	wb := as.admin("PUT", "/admin/accounts/wallet:0xAbCdEf0123456789abcdef0123456789ABCDEF01/budgets", `{"day_usd":"2"}`, 200)
+	if d := wb["data"].([]any); len(d) != 1 || d[0].(map[string]any)["subject"] != "wallet:0xabcdef0123456789abcdef0123456789abcdef01" {
+		t.Fatalf("wallet budgets %v", wb)
+	}
+	if all := as.admin("GET", "/admin/accounts/wallet:0xABCDEF0123456789abcdef0123456789abcdef01/budgets", "", 200); len(all["data"].([]any)) != 1 {
+		t.Fatalf("wallet budgets %v", all)
+	}
+	as.admin("PUT", "/admin/accounts/wallet:0x12/budgets", `{"day_usd":"1"}`, 404)
 
 	// Revoking stops the key at once; disabling and enabling too.
 	if d := as.admin("POST", "/admin/keys/"+kid+"/disable", "", 200); d["state"] != "disabled" {
