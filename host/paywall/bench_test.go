@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/bardoinference/bardo/host/auth"
+	"github.com/bardoinference/bardo/host/paywall"
+	"github.com/bardoinference/bardo/host/store"
 )
 
 // BenchmarkPayAdmission is what accepting an x402 payment adds to a
@@ -15,7 +17,20 @@ import (
 // (the facilitator is only called at settlement). p50-µs is the median of
 // the iterations.
 func BenchmarkPayAdmission(b *testing.B) {
+	b.Run("budgets=none", func(b *testing.B) { benchPay(b, nil) })
+	// A default day budget and the store's per-wallet budgets: the
+	// wallet's check and hold (its budgets re-read every 2 s).
+	b.Run("budgets=day", func(b *testing.B) {
+		benchPay(b, func(c *paywall.Config) { c.DayBudget, c.Budgets = 1<<50, c.Usage.(store.SpendBudgets) })
+	})
+}
+
+func benchPay(b *testing.B, conf func(*paywall.Config)) {
 	r := newRig(b)
+	if conf != nil {
+		r.conf = conf
+		r.open()
+	}
 	key := wallet(b)
 	hs := make([]auth.HTTPHeader, b.N)
 	for i := range hs {

@@ -167,10 +167,13 @@ func (p *Paywall) hold(ctx context.Context, tenant string, amount int64) (*purse
 	}
 	if what != "" {
 		// The month's clears last when both are over, so it is named.
-		return nil, &wire.Error{Status: 429, Kind: wire.ErrRateLimit, Retryable: true, RetryAfterMs: untilMs(now, resets),
-			Message: "spending budget reached: this payment of " + dollars(amount) + " does not fit in what is left of this wallet's " + what +
-				" budget (" + dollars(used) + " of " + dollars(limit) + " used, payments in flight included); it resets at " +
-				resets.Format(time.RFC3339) + ". Nothing was charged, but the authorization's nonce is consumed: sign a new one after the reset"}
+		msg := "spending budget reached: this payment of " + dollars(amount) + " does not fit in what is left of this wallet's " + what +
+			" budget (" + dollars(used) + " of " + dollars(limit) + " used, payments in flight included); it resets at " +
+			resets.Format(time.RFC3339) + ". Nothing was charged, but the authorization's nonce is consumed: sign a new one after the reset"
+		if amount > limit {
+			msg += " — and ask for fewer output tokens (max_tokens): this request's price alone is over the whole budget"
+		}
+		return nil, &wire.Error{Status: 429, Kind: wire.ErrRateLimit, Retryable: true, RetryAfterMs: untilMs(now, resets), Message: msg}
 	}
 	u.held += amount
 	return u, nil

@@ -143,6 +143,11 @@ func TestWalletMonthBudget(t *testing.T) {
 	b = newBudgetRig(t, func(c *paywall.Config) { c.DayBudget, c.MonthBudget = perRequest, perRequest })
 	b.payServe(t, key, 1)
 	b.refused(t, key, "monthly", nextMonth(b.clock))
+	// A price over the whole budget: the message says to ask for less.
+	b = newBudgetRig(t, func(c *paywall.Config) { c.DayBudget = perRequest - 1 })
+	if _, e := b.pay(t, key); e == nil || e.Status != 429 || !strings.Contains(e.Message, "fewer output tokens") {
+		t.Fatalf("a price over the whole budget: %+v", e)
+	}
 }
 
 // Payments arriving at once cannot overshoot: 16 at once with room for 5
@@ -298,7 +303,7 @@ func TestGatewayWalletBudget(t *testing.T) {
 	}
 	var oe *openai.Error
 	_, err = e.oa.Chat.Completions.New(ctx, chat, openaioption.WithHeader(x402.HeaderPaymentSignature, sign(t, oresp, key)))
-	if !errors.As(err, &oe) || oe.StatusCode != 429 || oe.Type != "rate_limit_exceeded" && oe.Type != "rate_limit_error" {
+	if !errors.As(err, &oe) || oe.StatusCode != 429 || oe.Type != "rate_limit_error" || !strings.Contains(oe.Message, "daily budget") {
 		t.Fatalf("over the budget (Chat Completions): %v", err)
 	}
 	if n := len(e.fac.Settlements()); n != 1 {
