@@ -17,13 +17,15 @@ const DefaultBudgetRefresh = 2 * time.Second
 // purse is a wallet's spending-budget state: its limits, what it spent
 // this UTC day and month (charges settled or owed, as its usage records
 // have them) and what its payments in flight may still cost. Spend is
-// summed from the usage records on first sight — so a restart keeps it —
+// summed from the usage records when the wallet first has a budget (its
+// first request, or the refresh that finds one) — so a restart keeps it —
 // and kept in memory after that, as host/billing's meter does for keys:
-// a request's charge is added when its tab closes, in the same step that
-// writes its usage record.
+// a request's charge is added when its tab closes, right after its usage
+// record is written.
 type purse struct {
 	mu     sync.Mutex
-	loaded bool
+	loaded bool      // the limits were read
+	summed bool      // spentDay and spentMonth were read from the usage records
 	read   time.Time // when the limits were read
 	// day and month are the limits in micro-USD (USDC atomic units), 0
 	// none: the wallet's stored budget, else the configured default.
@@ -102,27 +104,34 @@ func (p *Paywall) limits(ctx context.Context, tenant string) (day, month int64, 
 	return day, month, nil
 }
 
-// load reads a purse on its wallet's first request: its limits, and its
-// spend this day and month from its usage records. Called with u.mu held.
+// load reads a wallet's limits, and its spend this day and month from its
+// usage records once it has a limit: a wallet without budgets costs one
+// read on its first request, not three. Called with u.mu held.
+//
+// A budget that first appears (refresh) while the wallet has tabs
+// closing may count one of them twice — summed from its record, then
+// added at its release — erring towards refusing; never the other way.
 func (p *Paywall) load(ctx context.Context, u *purse, tenant string, now time.Time) error {
 	day, month, err := p.limits(ctx, tenant)
 	if err != nil {
 		return err
 	}
-	var sd, sm int64
-	if p.cfg.Usage != nil {
-		d, err := p.cfg.Usage.SumUsage(ctx, store.UsageSumQuery{AccountID: tenant, From: dayStart(now)})
-		if err != nil {
-			return err
+	if (day > 0 || month > 0) && !u.summed {
+		var sd, sm int64
+		if p.cfg.Usage != nil {
+			d, err := p.cfg.Usage.SumUsage(ctx, store.UsageSumQuery{AccountID: tenant, From: dayStart(now)})
+			if err != nil {
+				return err
+			}
+			m, err := p.cfg.Usage.SumUsage(ctx, store.UsageSumQuery{AccountID: tenant, From: monthStart(now)})
+			if err != nil {
+				return err
+			}
+			sd, sm = d.Charge, m.Charge
 		}
-		m, err := p.cfg.Usage.SumUsage(ctx, store.UsageSumQuery{AccountID: tenant, From: monthStart(now)})
-		if err != nil {
-			return err
-		}
-		sd, sm = d.Charge, m.Charge
+		u.dayOf, u.monthOf, u.spentDay, u.spentMonth, u.summed = utcDay(now), utcMonth(now), sd, sm, true
 	}
 	u.day, u.month, u.read, u.loaded = day, month, now, true
-	u.dayOf, u.monthOf, u.spentDay, u.spentMonth = utcDay(now), utcMonth(now), sd, sm
 	return nil
 }
 
@@ -140,21 +149,19 @@ func (p *Paywall) hold(ctx context.Context, tenant string, amount int64) (*purse
 	now := p.cfg.Now()
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if !u.loaded {
+	if !u.loaded || now.Sub(u.read) >= p.cfg.BudgetRefresh {
+		// First sight, or the operator may have changed the wallet's
+		// budgets (CLI, admin API). A refresh that fails keeps the
+		// budgets read before.
 		if err := p.load(ctx, u, tenant, now); err != nil {
-			p.cfg.Log.Error("x402: reading a wallet's budgets and spend", "tenant", tenant, "err", err)
-			return nil, &wire.Error{Status: 503, Kind: wire.ErrOverloaded, Retryable: true, RetryAfterMs: 1000,
-				Message: "the gateway cannot read this wallet's budgets right now; nothing was charged; try again with a new authorization"}
-		}
-	} else if now.Sub(u.read) >= p.cfg.BudgetRefresh {
-		// The operator may have changed the wallet's budgets (CLI, admin
-		// API); a store that fails now keeps the ones read before.
-		if day, month, err := p.limits(ctx, tenant); err != nil {
+			if !u.loaded {
+				p.cfg.Log.Error("x402: reading a wallet's budgets and spend", "tenant", tenant, "err", err)
+				return nil, &wire.Error{Status: 503, Kind: wire.ErrOverloaded, Retryable: true, RetryAfterMs: 1000,
+					Message: "the gateway cannot read this wallet's budgets right now; nothing was charged; try again with a new authorization"}
+			}
 			p.cfg.Log.Warn("x402: budget refresh failed; using the cached budgets", "tenant", tenant, "err", err)
-		} else {
-			u.day, u.month = day, month
+			u.read = now
 		}
-		u.read = now
 	}
 	u.roll(now)
 	var what string

@@ -314,3 +314,17 @@ func TestGatewayWalletBudget(t *testing.T) {
 		t.Fatalf("another wallet: %v", err)
 	}
 }
+
+// A wallet without budgets is not summed on first sight; a budget set for
+// it later counts what it already spent today (from its usage records).
+func TestWalletBudgetSetLater(t *testing.T) {
+	b := newBudgetRig(t, func(*paywall.Config) {})
+	key := wallet(t)
+	b.payServe(t, key, 2)
+	if err := b.st.SetBudget(context.Background(), store.SpendBudget{Scope: store.ScopeAccount, Subject: tenantOf(key),
+		Period: store.PeriodDay, Limit: 3*perRequest - 1}); err != nil {
+		t.Fatal(err)
+	}
+	b.clock = b.clock.Add(3 * time.Second)
+	b.refused(t, key, "daily", tomorrow(b.clock))
+}
