@@ -16,6 +16,11 @@
 // each plugin package registers itself from init, and one main imports
 // them all. The host selects the plugin each call is for; a module that
 // registers one is a bundle of one.
+//
+// A hook's input — its strings and byte slices, the slices and the struct
+// it was decoded into — is the call's: valid until the hook returns, then
+// reused for the next call. Copy what you keep past it (strings.Clone,
+// bytes.Clone; docs/abi.md, "What a plugin may keep").
 package plugin
 
 import (
