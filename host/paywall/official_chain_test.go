@@ -31,44 +31,7 @@ import (
 // insufficient_funds) and nothing moves. Needs node and the x402client
 // packages, like TestOfficialClient; skipped without them.
 func TestOfficialClientOnChain(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not on PATH")
-	}
-	dir, _ := filepath.Abs(filepath.Join("testdata", "x402client"))
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@x402", "fetch", "package.json")); err != nil {
-		t.Skip("run `npm ci --prefix host/paywall/testdata/x402client` to install the official x402 client")
-	}
-	c := chaintest.New(t, chaintest.Options{HTTP: true, BlockTime: time.Second})
-	settleKey, err := crypto.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.FundETH(t, crypto.PubkeyToAddress(settleKey.PublicKey), big.NewInt(1e18))
-	fake := fakeupstream.New(fakeupstream.WithAPIKey(testgateway.FakeUpstreamKey))
-	t.Cleanup(fake.Close)
-	env := testgateway.FakeProviderEnv()
-	env["BARDO_SETTLEMENT_KEY"] = hexutil.Encode(crypto.FromECDSA(settleKey))
-	gw := testgateway.Start(t, `
-[auth]
-mode = "keys"
-
-[storage]
-data_dir = "`+t.TempDir()+`"
-
-[x402]
-enabled = true
-pay_to = "`+payTo.Hex()+`"
-settle = "chain"
-rpc_url = "`+c.RPCURL+`"
-settlement_key = "env:BARDO_SETTLEMENT_KEY"
-`+testgateway.FakeProviders(fake.URL())+`
-[[provider.model]]
-id = "claude-sonnet-4-5"
-input_price = "3"
-output_price = "15"
-`, testgateway.Options{Env: env})
-
+	node, dir, c, gw := onChainGateway(t)
 	pay := func(key string) (status int, res *x402.SettlementResponse) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
@@ -124,4 +87,54 @@ output_price = "15"
 	if after := c.Balance(t, payTo); after.Cmp(got) != 0 {
 		t.Fatalf("payTo holds %s after the refusal, %s before", after, got)
 	}
+}
+
+// onChainGateway starts what both official-client tests on chain need: a
+// simulated Base served over HTTP JSON-RPC (a block a second), a funded
+// settlement key from the environment, and a keys-mode gateway that
+// accepts x402 and settles on that chain itself ([x402] settle = "chain")
+// in front of the fake upstream. It skips without node or the x402client
+// packages, like TestOfficialClient, and returns node's path and the
+// client's directory too.
+func onChainGateway(t *testing.T) (node, dir string, c *chaintest.Chain, gw *testgateway.Gateway) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not on PATH")
+	}
+	dir, _ = filepath.Abs(filepath.Join("testdata", "x402client"))
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@x402", "fetch", "package.json")); err != nil {
+		t.Skip("run `npm ci --prefix host/paywall/testdata/x402client` to install the official x402 client")
+	}
+	c = chaintest.New(t, chaintest.Options{HTTP: true, BlockTime: time.Second})
+	settleKey, err := crypto.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.FundETH(t, crypto.PubkeyToAddress(settleKey.PublicKey), big.NewInt(1e18))
+	fake := fakeupstream.New(fakeupstream.WithAPIKey(testgateway.FakeUpstreamKey))
+	t.Cleanup(fake.Close)
+	env := testgateway.FakeProviderEnv()
+	env["BARDO_SETTLEMENT_KEY"] = hexutil.Encode(crypto.FromECDSA(settleKey))
+	gw = testgateway.Start(t, `
+[auth]
+mode = "keys"
+
+[storage]
+data_dir = "`+t.TempDir()+`"
+
+[x402]
+enabled = true
+pay_to = "`+payTo.Hex()+`"
+settle = "chain"
+rpc_url = "`+c.RPCURL+`"
+settlement_key = "env:BARDO_SETTLEMENT_KEY"
+`+testgateway.FakeProviders(fake.URL())+`
+[[provider.model]]
+id = "claude-sonnet-4-5"
+input_price = "3"
+output_price = "15"
+`, testgateway.Options{Env: env})
+
+	return node, dir, c, gw
 }

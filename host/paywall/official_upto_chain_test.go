@@ -7,7 +7,6 @@ import (
 	"math/big"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,10 +15,7 @@ import (
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/crypto"
 
-	"github.com/bardoinference/bardo/host/fakeupstream"
-	"github.com/bardoinference/bardo/host/testkit/testgateway"
 	"github.com/bardoinference/bardo/host/x402"
-	"github.com/bardoinference/bardo/host/x402/chaintest"
 )
 
 // TestOfficialClientUptoOnChain: the official x402 client (@x402/fetch with
@@ -34,44 +30,7 @@ import (
 // permit2_allowance_required) and nothing moves. Skipped without node and
 // the x402client packages, like TestOfficialClientOnChain.
 func TestOfficialClientUptoOnChain(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not on PATH")
-	}
-	dir, _ := filepath.Abs(filepath.Join("testdata", "x402client"))
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@x402", "fetch", "package.json")); err != nil {
-		t.Skip("run `npm ci --prefix host/paywall/testdata/x402client` to install the official x402 client")
-	}
-	c := chaintest.New(t, chaintest.Options{HTTP: true, BlockTime: time.Second})
-	settleKey, err := crypto.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.FundETH(t, crypto.PubkeyToAddress(settleKey.PublicKey), big.NewInt(1e18))
-	fake := fakeupstream.New(fakeupstream.WithAPIKey(testgateway.FakeUpstreamKey))
-	t.Cleanup(fake.Close)
-	env := testgateway.FakeProviderEnv()
-	env["BARDO_SETTLEMENT_KEY"] = hexutil.Encode(crypto.FromECDSA(settleKey))
-	gw := testgateway.Start(t, `
-[auth]
-mode = "keys"
-
-[storage]
-data_dir = "`+t.TempDir()+`"
-
-[x402]
-enabled = true
-pay_to = "`+payTo.Hex()+`"
-settle = "chain"
-rpc_url = "`+c.RPCURL+`"
-settlement_key = "env:BARDO_SETTLEMENT_KEY"
-`+testgateway.FakeProviders(fake.URL())+`
-[[provider.model]]
-id = "claude-sonnet-4-5"
-input_price = "3"
-output_price = "15"
-`, testgateway.Options{Env: env})
-
+	node, dir, c, gw := onChainGateway(t)
 	type answer struct {
 		Status          int
 		PaymentResponse *x402.SettlementResponse
