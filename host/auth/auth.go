@@ -183,17 +183,8 @@ func (a *Authenticator) Verify(ctx context.Context, token string) (*Principal, e
 		if err != nil {
 			return nil, err // a store failure is a 5xx, not a refusal
 		}
-		nets, err := parseNets(k.CIDRs)
-		if err != nil {
-			return nil, fmt.Errorf("%w: stored CIDR: %v", ErrUnauthenticated, err)
-		}
-		p = &Principal{Key: k, nets: nets, loaded: now}
-		if a.accts != nil {
-			acct, err := a.accts.Account(ctx, k.AccountID)
-			if err != nil && !errors.Is(err, store.ErrNotFound) {
-				return nil, err
-			}
-			p.accountDisabled = err != nil || acct.Disabled
+		if p, err = a.principal(ctx, k, now); err != nil {
+			return nil, err
 		}
 	}
 	// The secret is checked before any state, so only its holder learns
@@ -209,17 +200,44 @@ func (a *Authenticator) Verify(ctx context.Context, token string) (*Principal, e
 		a.cache[id] = p
 	}
 	a.mu.Unlock()
-	switch {
-	case !p.Key.Revoked.IsZero():
-		return nil, fmt.Errorf("%w: revoked", ErrUnauthenticated)
-	case p.Key.Disabled:
-		return nil, fmt.Errorf("%w: disabled", ErrUnauthenticated)
-	case p.accountDisabled:
-		return nil, fmt.Errorf("%w: account disabled", ErrUnauthenticated)
-	case !p.Key.Expires.IsZero() && !now.Before(p.Key.Expires):
-		return nil, fmt.Errorf("%w: expired", ErrUnauthenticated)
+	if err := p.usable(now); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// principal builds a key's record as the cache keeps it: its parsed
+// networks and whether its account is disabled.
+func (a *Authenticator) principal(ctx context.Context, k store.Key, now time.Time) (*Principal, error) {
+	nets, err := parseNets(k.CIDRs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: stored CIDR: %v", ErrUnauthenticated, err)
+	}
+	p := &Principal{Key: k, nets: nets, loaded: now}
+	if a.accts != nil {
+		acct, err := a.accts.Account(ctx, k.AccountID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		p.accountDisabled = err != nil || acct.Disabled
+	}
+	return p, nil
+}
+
+// usable refuses a key that is revoked, disabled, expired or whose account
+// is disabled.
+func (p *Principal) usable(now time.Time) error {
+	switch {
+	case !p.Key.Revoked.IsZero():
+		return fmt.Errorf("%w: revoked", ErrUnauthenticated)
+	case p.Key.Disabled:
+		return fmt.Errorf("%w: disabled", ErrUnauthenticated)
+	case p.accountDisabled:
+		return fmt.Errorf("%w: account disabled", ErrUnauthenticated)
+	case !p.Key.Expires.IsZero() && !now.Before(p.Key.Expires):
+		return fmt.Errorf("%w: expired", ErrUnauthenticated)
+	}
+	return nil
 }
 
 // Revoke revokes key id in the store and forgets its cached record.

@@ -3,10 +3,6 @@ package auth
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
-
-	"github.com/bardoinference/bardo/host/store"
 )
 
 // DelegationScheme finds an ERC-8004 delegation: the X-Bardo-Delegation
@@ -53,28 +49,12 @@ func (a *Authenticator) Lookup(ctx context.Context, id string) (*Principal, erro
 		if err != nil {
 			return nil, err // store.ErrNotFound included: the caller decides
 		}
-		nets, err := parseNets(k.CIDRs)
-		if err != nil {
-			return nil, fmt.Errorf("%w: stored CIDR: %v", ErrUnauthenticated, err)
-		}
-		p = &Principal{Key: k, nets: nets, loaded: now}
-		if a.accts != nil {
-			acct, err := a.accts.Account(ctx, k.AccountID)
-			if err != nil && !errors.Is(err, store.ErrNotFound) {
-				return nil, err
-			}
-			p.accountDisabled = err != nil || acct.Disabled
+		if p, err = a.principal(ctx, k, now); err != nil {
+			return nil, err
 		}
 	}
-	switch {
-	case !p.Key.Revoked.IsZero():
-		return nil, fmt.Errorf("%w: revoked", ErrUnauthenticated)
-	case p.Key.Disabled:
-		return nil, fmt.Errorf("%w: disabled", ErrUnauthenticated)
-	case p.accountDisabled:
-		return nil, fmt.Errorf("%w: account disabled", ErrUnauthenticated)
-	case !p.Key.Expires.IsZero() && !now.Before(p.Key.Expires):
-		return nil, fmt.Errorf("%w: expired", ErrUnauthenticated)
+	if err := p.usable(now); err != nil {
+		return nil, err
 	}
 	cp := *p // the caller may set Spread on its copy
 	return &cp, nil

@@ -39,57 +39,13 @@ type env struct {
 }
 
 func pipelineTOML(dataDir, first, backup string) string {
-	prices := `
-[[provider.model]]
-id = "gpt-4o"
-input_price = "2.5"
-output_price = "10"
-`
 	return `
 [auth]
 mode = "keys"
 
 [storage]
 data_dir = "` + dataDir + `"
-
-[[layer]]
-name = "hashcache"
-plugin = "hashcache.wasm"
-on_error = "fail-open"
-trusted = true
-timeout = "2s"
-[layer.config]
-replay_pace_ms = 1
-
-[[provider]]
-name = "up"
-plugin = "openai-compatible.wasm"
-base_url = "` + first + `/v1"
-credential = "env:UP_KEY"
-models = ["gpt-*"]
-trusted = true
-` + prices + `
-[[provider]]
-name = "backup"
-plugin = "openai-compatible.wasm"
-base_url = "` + backup + `/v1"
-credential = "env:UP_KEY"
-models = ["gpt-*"]
-trusted = true
-` + prices + `
-[[provider]]
-name = "claude"
-plugin = "anthropic.wasm"
-base_url = "` + first + `"
-credential = "env:UP_KEY"
-models = ["claude-*"]
-trusted = true
-
-[[provider.model]]
-id = "claude-sonnet-4-5"
-input_price = "3"
-output_price = "15"
-`
+` + testgateway.FailoverPipeline(first, backup, true)
 }
 
 func start(t testing.TB) *env {

@@ -138,18 +138,7 @@ func TestChallengeBodyDialects(t *testing.T) {
 func TestResponsesPaidAndStored(t *testing.T) {
 	e := startE2E(t)
 	const body = `{"model":"claude-sonnet-4-5","input":"what is a health factor?","max_output_tokens":64}`
-	post := func(h http.Header) (*http.Response, []byte) {
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, e.gw.URL+"/v1/responses", strings.NewReader(body))
-		req.Header = h
-		req.Header.Set("content-type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		return resp, raw
-	}
+	post := func(h http.Header) (*http.Response, []byte) { return postJSON(t, e.gw.URL+"/v1/responses", body, h) }
 	resp, raw := post(http.Header{})
 	if resp.StatusCode != 402 {
 		t.Fatalf("unpaid: %d %s", resp.StatusCode, raw)
@@ -187,17 +176,8 @@ func TestGatewayV1(t *testing.T) {
 	e := startE2E(t)
 	const body = `{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"hi from v1"}]}`
 	post := func(h http.Header) (*http.Response, []byte) {
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, e.gw.URL+"/v1/messages", strings.NewReader(body))
-		req.Header = h
-		req.Header.Set("content-type", "application/json")
-		req.Header.Set("anthropic-version", "2023-06-01")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		return resp, raw
+		h.Set("anthropic-version", "2023-06-01")
+		return postJSON(t, e.gw.URL+"/v1/messages", body, h)
 	}
 	resp, raw := post(http.Header{})
 	var pr x402.PaymentRequired
@@ -288,17 +268,7 @@ id = "text-embedding-3-small"
 input_price = "0.02"
 `, testgateway.Options{Env: testgateway.FakeProviderEnv()})
 	post := func(h http.Header) (*http.Response, []byte) {
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, gw.URL+"/v1/embeddings",
-			strings.NewReader(`{"model":"text-embedding-3-small","input":"rotate the keys"}`))
-		req.Header = h
-		req.Header.Set("content-type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		return resp, raw
+		return postJSON(t, gw.URL+"/v1/embeddings", `{"model":"text-embedding-3-small","input":"rotate the keys"}`, h)
 	}
 	resp, raw := post(http.Header{})
 	var got struct {
@@ -349,4 +319,20 @@ func signV1(t *testing.T, o x402.PaymentRequirements, key *ecdsa.PrivateKey) str
 		t.Fatal(err)
 	}
 	return pay
+}
+
+// postJSON POSTs body as JSON to url with the headers h and returns the
+// response and its read body.
+func postJSON(t *testing.T, url, body string, h http.Header) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
+	req.Header = h
+	req.Header.Set("content-type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return resp, raw
 }

@@ -29,40 +29,7 @@ func init() { testgateway.Plugins["hashcache.wasm"] = "plugins/layers/hashcache"
 const key = testgateway.FakeUpstreamKey
 
 func pipelineTOML(first, backup string) string {
-	return `
-[[layer]]
-name = "hashcache"
-plugin = "hashcache.wasm"
-on_error = "fail-open"
-trusted = true
-timeout = "2s"
-[layer.config]
-replay_pace_ms = 1
-
-[[provider]]
-name = "up"
-plugin = "openai-compatible.wasm"
-base_url = "` + first + `/v1"
-credential = "env:UP_KEY"
-models = ["gpt-*"]
-trusted = true
-
-[[provider]]
-name = "backup"
-plugin = "openai-compatible.wasm"
-base_url = "` + backup + `/v1"
-credential = "env:UP_KEY"
-models = ["gpt-*"]
-trusted = true
-
-[[provider]]
-name = "claude"
-plugin = "anthropic.wasm"
-base_url = "` + first + `"
-credential = "env:UP_KEY"
-models = ["claude-*"]
-trusted = true
-`
+	return testgateway.FailoverPipeline(first, backup, false)
 }
 
 func call(t *testing.T, g *testgateway.Gateway, path, body string) http.Header {

@@ -126,40 +126,7 @@ func pipelineTOML(first, backup, endpoint string) string {
 [telemetry]
 endpoint = "` + endpoint + `"
 service_name = "bardo-e2e"
-
-[[layer]]
-name = "hashcache"
-plugin = "hashcache.wasm"
-on_error = "fail-open"
-trusted = true
-timeout = "2s"
-[layer.config]
-replay_pace_ms = 1
-
-[[provider]]
-name = "up"
-plugin = "openai-compatible.wasm"
-base_url = "` + first + `/v1"
-credential = "env:UP_KEY"
-models = ["gpt-*"]
-trusted = true
-
-[[provider]]
-name = "backup"
-plugin = "openai-compatible.wasm"
-base_url = "` + backup + `/v1"
-credential = "env:UP_KEY"
-models = ["gpt-*"]
-trusted = true
-
-[[provider]]
-name = "claude"
-plugin = "anthropic.wasm"
-base_url = "` + first + `"
-credential = "env:UP_KEY"
-models = ["claude-*"]
-trusted = true
-`
+` + testgateway.FailoverPipeline(first, backup, false)
 }
 
 // call posts body and returns the request id the gateway answered with.
