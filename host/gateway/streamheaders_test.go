@@ -14,11 +14,17 @@ import (
 // answered, not with its first content: an OpenAI caller of an Anthropic
 // model that pauses after message_start (a model thinking before it
 // writes) gets its 200 at once. Before, nothing — not even the status —
-// reached the caller until the first token or the next heartbeat.
+// reached the caller until the first token or the next heartbeat. Bare,
+// and through the shipped layers.
 func TestTranslatedStreamHeadersAtOnce(t *testing.T) {
+	t.Run("bare", func(t *testing.T) { streamHeadersAtOnce(t, "") })
+	t.Run("shipped", func(t *testing.T) { streamHeadersAtOnce(t, testgateway.ShippedLayers(t)) })
+}
+
+func streamHeadersAtOnce(t *testing.T, layers string) {
 	fake := fakeupstream.New(fakeupstream.WithAPIKey(upKey))
 	t.Cleanup(fake.Close)
-	g := testgateway.Start(t, upstreamPipeline(fake, ""), testgateway.Options{Env: map[string]string{"UP_KEY": upKey},
+	g := testgateway.Start(t, upstreamPipeline(fake, layers), testgateway.Options{Env: map[string]string{"UP_KEY": upKey},
 		Heartbeat: time.Minute})
 	hold := make(chan struct{})
 	released := false

@@ -63,19 +63,26 @@ func followEvents(url string, ready chan<- struct{}, ends int) ([]sseEvent, erro
 // with the tokens since the last and the running total, reasoning marked,
 // all before the request's inference.end — for a relayed stream (OpenAI
 // caller and upstream: the bytes are not decoded) and a translated one
-// (Anthropic caller). With no one following, none are made.
+// (Anthropic caller). With no one following, none are made. Bare, and
+// through the shipped layers (whose stream phase decodes every stream).
 func TestInferenceTokenEvents(t *testing.T) {
+	t.Run("bare", func(t *testing.T) { tokenEvents(t, "") })
+	t.Run("shipped", func(t *testing.T) { tokenEvents(t, testgateway.ShippedLayers(t)) })
+}
+
+func tokenEvents(t *testing.T, layers string) {
 	fake := fakeupstream.New(fakeupstream.WithAPIKey(upKey))
 	t.Cleanup(fake.Close)
-	g := testgateway.Start(t, upstreamPipeline(fake, ""), testgateway.Options{Env: map[string]string{"UP_KEY": upKey}, AdminToken: "adm"})
+	g := testgateway.Start(t, upstreamPipeline(fake, layers), testgateway.Options{Env: map[string]string{"UP_KEY": upKey}, AdminToken: "adm"})
 
 	// 60 frames of 8 bytes, 20 ms apart: ~1.2 s of stream, ~120 tokens.
 	question := "fake:drip=20ms fake:chunk=8 " + strings.Repeat("tell me about impermanent loss ", 15)
 	oa := `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"` + question + `"}]}`
 	an := `{"model":"gpt-4o-mini","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"fake:thinking ` + question + `"}]}`
 
-	// Nobody watching: the stream is served, no token event is made.
-	quiet := post(t, g.URL, "/v1/chat/completions", oa)
+	// Nobody watching: the stream is served, no token event is made. (Its
+	// own question: the watched one must not be the caches' hit.)
+	quiet := post(t, g.URL, "/v1/chat/completions", strings.ReplaceAll(oa, "impermanent loss", "liquidation bonuses"))
 	if quiet.Status != 200 {
 		t.Fatalf("unwatched stream: %d %s", quiet.Status, quiet.Body)
 	}
