@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/bardoinference/bardo/sdk/routing"
 	"github.com/bardoinference/bardo/sdk/wire"
@@ -39,7 +40,7 @@ import (
 const ABIVersion = 1
 
 // ABIMinor is the ABI minor version this SDK implements (docs/abi.md).
-const ABIMinor = 5
+const ABIMinor = 6
 
 // Layer is a pipeline layer. Only the hooks for the declared Phases are called.
 type Layer struct {
@@ -56,8 +57,18 @@ type Layer struct {
 	OnRequest func(req *wire.LayerRequest, res *wire.LayerResult) error
 	// OnResponse sees a complete response (non-streamed requests).
 	OnResponse func(in *wire.LayerResponse, res *wire.LayerResponseResult) error
-	// OnStream sees each batch of stream events.
+	// OnStream sees each batch of stream events. A hook that leaves
+	// res.Events as in.Events, untouched, costs the host no decoding: the
+	// SDK tells it the batch is unchanged (ABI v1.6) instead of encoding
+	// the events again.
 	OnStream func(in *wire.LayerStream, res *wire.LayerStreamResult) error
+	// WatchStream declares that the layer only watches answers and never
+	// rewrites a stream (wire.FlagWatchStream): a v1.6 host then does not
+	// call OnStream, and calls OnResponse once with the whole streamed
+	// answer when the stream ended complete, ignoring that call's headers
+	// and replacement. It needs OnResponse (and PhaseResponse); keep
+	// OnStream for older hosts.
+	WatchStream bool
 	// OnFallback (wire.PhaseFallback) runs when every provider failed: the
 	// request as it left the request phase, with the annotations every
 	// layer wrote there. A layer that keeps answers may answer with one it
@@ -175,7 +186,12 @@ func (e entry) name() string {
 // RegisterLayer adds a layer to this module. Call it from init: a plugin's
 // own main registers one; a bundle's main imports several plugin packages,
 // each registering itself. Names must be unique within the module.
-func RegisterLayer(l Layer) { register(entry{layer: &l}) }
+func RegisterLayer(l Layer) {
+	if l.WatchStream && (l.OnResponse == nil || l.Phases&wire.PhaseResponse == 0) {
+		panic("plugin: layer " + l.Name + " sets WatchStream without OnResponse and PhaseResponse")
+	}
+	register(entry{layer: &l})
+}
 
 // RegisterProvider adds a provider adapter to this module, as RegisterLayer.
 func RegisterProvider(p Provider) { register(entry{provider: &p}) }
@@ -249,6 +265,9 @@ func run(op Op, in []byte) error {
 			}
 			d = wire.Descriptor{ABI: ABIVersion, Name: layer.Name, Version: layer.Version, Kind: "layer",
 				Phases: phases, Reads: layer.Reads, Writes: layer.Writes}
+			if layer.WatchStream {
+				d.Flags |= wire.FlagWatchStream
+			}
 		case provider != nil:
 			d = wire.Descriptor{ABI: ABIVersion, Name: provider.Name, Version: provider.Version, Kind: "provider",
 				Reads: provider.Reads}
@@ -325,8 +344,15 @@ func runLayer(op Op, in []byte) error {
 		if err := in2.DecodeArena(in, &arena); err != nil {
 			return err
 		}
+		if in2.UnchangedOK {
+			evSnap = append(evSnap[:0], in2.Events...)
+		}
 		if err := layer.OnStream(in2, res); err != nil {
 			return err
+		}
+		if in2.UnchangedOK {
+			res.Unchanged = unchanged(res.Events, in2.Events, evSnap)
+			clear(evSnap) // it holds views of the input: keep none past the call
 		}
 		encodeOK(res)
 		return nil
@@ -604,4 +630,37 @@ func (s *RegexSet) FindAll(text string) []Match {
 
 func leU32(b []byte) uint32 {
 	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+// evSnap is a copy of a stream batch's events taken before the hook, so
+// that a hook which edits in.Events in place and hands them back is seen
+// to have changed them.
+var evSnap []wire.Event
+
+// unchanged reports whether a hook's out is its input in, untouched: the
+// same backing array and length (the hook handed in.Events back), and
+// every event as it was before the hook (snap), compared word by word —
+// field by field would cost a function call per string inside wasm. An
+// edit in place always changes a word (a string's pointer or length, a
+// number); a whole event assigned over with equal values may differ in
+// its padding, which only costs the encoding this saves.
+func unchanged(out, in, snap []wire.Event) bool {
+	if len(out) != len(in) || len(in) != len(snap) {
+		return false
+	}
+	if len(in) == 0 {
+		return true // no events either way
+	}
+	if &out[0] != &in[0] {
+		return false
+	}
+	n := len(in) * int(unsafe.Sizeof(wire.Event{})) / 8 // a multiple of 8: Event holds int64s
+	a := unsafe.Slice((*uint64)(unsafe.Pointer(&in[0])), n)
+	b := unsafe.Slice((*uint64)(unsafe.Pointer(&snap[0])), n)
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -138,3 +138,82 @@ func TestEncodeResultDegraded(t *testing.T) {
 		t.Fatal("an empty Degraded was written")
 	}
 }
+
+// TestV16Appended: the v1.6 fields (Descriptor.Flags, LayerResult.SkipAnswer,
+// LayerStream.UnchangedOK, LayerStreamResult.Unchanged) round-trip; unset,
+// every message is byte for byte what v1.5 wrote; and a v1.5 reader of a
+// result that skips its answer phases reads the rest unharmed — the v1.4
+// extras section comes first, so it does not take the flags for it.
+func TestV16Appended(t *testing.T) {
+	var e Encoder
+	d := Descriptor{ABI: 1, Name: "w", Kind: "layer", Phases: PhaseResponse | PhaseStream}
+	d.Encode(&e)
+	v15 := len(e.Bytes())
+	d.Flags = FlagWatchStream
+	d.Encode(&e)
+	var gd Descriptor
+	if err := gd.Decode(e.Bytes()); err != nil || gd.Flags != FlagWatchStream || gd.Phases != d.Phases || len(e.Bytes()) != v15+1 {
+		t.Fatalf("descriptor: %v %+v", err, gd)
+	}
+
+	res := LayerResult{Annotations: []KV{{Key: "k", Value: "v"}}}
+	res.Encode(&e)
+	plain := append([]byte(nil), e.Bytes()...)
+	res.SkipAnswer = true
+	res.Encode(&e)
+	var got LayerResult
+	if err := got.Decode(e.Bytes()); err != nil || !got.SkipAnswer || got.Annotations[0].Value != "v" {
+		t.Fatalf("layer result: %v %+v", err, got)
+	}
+	if err := (&got).Decode(plain); err != nil || got.SkipAnswer {
+		t.Fatalf("v1.5 layer result: %v %+v", err, got)
+	}
+	// What a v1.5 host does with it: read up to the extras section.
+	for _, r := range []LayerResult{
+		{SkipAnswer: true, Annotations: []KV{{Key: "k", Value: "v"}}},
+		{SkipAnswer: true, Patched: PartMessages, Request: Request{Messages: []Message{{Role: "user", Content: []Block{{Type: BlockText, Text: "x", Extra: []byte(`{"a":1}`)}}}}}},
+		{SkipAnswer: true, Patched: PartMessages, Request: Request{Messages: []Message{{Role: "user", Content: []Block{{Type: BlockText, Text: "x"}}}}}},
+	} {
+		r.Encode(&e)
+		var old LayerResult
+		dec := NewDecoder(e.Bytes())
+		old.Action = uint8(dec.Uint())
+		old.Patched = dec.requestParts(&old.Request)
+		old.Answer = dec.optResponse()
+		old.Error = dec.optError()
+		old.Headers = dec.KVs()
+		old.Annotations = dec.KVs()
+		dec.requestExtras(&old.Request, old.Patched)
+		if dec.Err() != nil || len(old.Annotations) != len(r.Annotations) ||
+			(r.Patched != 0 && string(old.Request.Messages[0].Content[0].Extra) != string(r.Request.Messages[0].Content[0].Extra)) {
+			t.Fatalf("a v1.5 reader of %+v: %v %+v", r, dec.Err(), old)
+		}
+	}
+
+	ev := []Event{{Type: EventDelta, Delta: DeltaText, Text: "hi"}}
+	in := LayerStream{Events: ev, State: []byte("s"), Final: true}
+	in.Encode(&e)
+	plain = append([]byte(nil), e.Bytes()...)
+	in.UnchangedOK = true
+	in.Encode(&e)
+	var gi LayerStream
+	if err := gi.Decode(e.Bytes()); err != nil || !gi.UnchangedOK || !gi.Final || len(e.Bytes()) != len(plain)+1 {
+		t.Fatalf("layer stream: %v %+v", err, gi)
+	}
+	if err := gi.Decode(plain); err != nil || gi.UnchangedOK {
+		t.Fatalf("v1.5 layer stream: %v %+v", err, gi)
+	}
+
+	sr := LayerStreamResult{Events: ev, State: []byte("s")}
+	sr.Encode(&e)
+	var gs LayerStreamResult
+	if err := gs.Decode(e.Bytes()); err != nil || gs.Unchanged || len(gs.Events) != 1 {
+		t.Fatalf("layer stream result: %v %+v", err, gs)
+	}
+	sr.Unchanged = true
+	sr.Encode(&e)
+	gs = LayerStreamResult{}
+	if err := gs.Decode(e.Bytes()); err != nil || !gs.Unchanged || gs.Events != nil || string(gs.State) != "s" {
+		t.Fatalf("unchanged layer stream result: %v %+v", err, gs)
+	}
+}

@@ -275,6 +275,13 @@ func (e *Encoder) requestExtras(r *Request, parts Part) {
 	if !nestedExtras(r, parts) {
 		return
 	}
+	e.requestExtrasSection(r, parts)
+}
+
+// requestExtrasSection writes the section whether or not any element has
+// an Extra: a field appended after it (LayerResult's v1.6 flags) needs it
+// there, or a v1.4 reader would take that field for the section's version.
+func (e *Encoder) requestExtrasSection(r *Request, parts Part) {
 	e.Uint(1)
 	if parts&PartSystem != 0 {
 		for i := range r.System {
@@ -424,6 +431,9 @@ func (x *Descriptor) Encode(e *Encoder) {
 	e.Uint(uint64(x.Phases))
 	e.Uint(uint64(x.Reads))
 	e.Uint(uint64(x.Writes))
+	if x.Flags != 0 {
+		e.Uint(uint64(x.Flags)) // v1.6, appended
+	}
 }
 
 // Decode reads the descriptor.
@@ -436,6 +446,10 @@ func (x *Descriptor) Decode(b []byte) error {
 	x.Phases = Phase(d.Uint())
 	x.Reads = Part(d.Uint())
 	x.Writes = Part(d.Uint())
+	x.Flags = 0
+	if d.More() {
+		x.Flags = Flag(d.Uint())
+	}
 	return d.Err()
 }
 
@@ -474,8 +488,18 @@ func (x *LayerResult) Encode(e *Encoder) {
 	e.optError(x.Error)
 	e.KVs(x.Headers)
 	e.KVs(x.Annotations)
-	e.requestExtras(&x.Request, x.Patched) // v1.4, appended
+	if !x.SkipAnswer {
+		e.requestExtras(&x.Request, x.Patched) // v1.4, appended
+		return
+	}
+	// v1.6, appended after the (then always written) v1.4 section: a
+	// flags varint.
+	e.requestExtrasSection(&x.Request, x.Patched)
+	e.Uint(resultSkipAnswer)
 }
+
+// LayerResult's v1.6 flags.
+const resultSkipAnswer = 1
 
 // Decode reads a layer result.
 func (x *LayerResult) Decode(b []byte) error {
@@ -487,6 +511,7 @@ func (x *LayerResult) Decode(b []byte) error {
 	x.Headers = d.KVs()
 	x.Annotations = d.KVs()
 	d.requestExtras(&x.Request, x.Patched)
+	x.SkipAnswer = d.More() && d.Uint()&resultSkipAnswer != 0
 	return d.Err()
 }
 
@@ -538,6 +563,9 @@ func (x *LayerStream) Encode(e *Encoder) {
 	e.events(x.Events)
 	e.Raw(x.State)
 	e.Bool(x.Final)
+	if x.UnchangedOK {
+		e.Bool(true) // v1.6, appended
+	}
 }
 
 // Decode reads a layer stream batch.
@@ -552,14 +580,23 @@ func (x *LayerStream) DecodeArena(b []byte, a *Arena) error {
 	x.Events = d.events()
 	x.State = d.Raw()
 	x.Final = d.Bool()
+	x.UnchangedOK = d.More() && d.Bool()
 	return d.Err()
 }
 
-// Encode writes the layer stream result.
+// Encode writes the layer stream result. An Unchanged result carries no
+// events (a count of zero), then State, then the v1.6 flag.
 func (x *LayerStreamResult) Encode(e *Encoder) {
 	e.Reset()
-	e.events(x.Events)
+	if x.Unchanged {
+		e.Uint(0)
+	} else {
+		e.events(x.Events)
+	}
 	e.Raw(x.State)
+	if x.Unchanged {
+		e.Bool(true) // v1.6, appended
+	}
 }
 
 // Decode reads a layer stream result.
@@ -567,6 +604,7 @@ func (x *LayerStreamResult) Decode(b []byte) error {
 	d := NewDecoder(b)
 	x.Events = d.events()
 	x.State = d.Raw()
+	x.Unchanged = d.More() && d.Bool()
 	return d.Err()
 }
 

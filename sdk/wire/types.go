@@ -290,7 +290,28 @@ type Descriptor struct {
 	Phases  Phase  // layers: phases taken part in
 	Reads   Part   // layers: request parts read
 	Writes  Part   // layers: request parts written
+	// Flags are the layer's Flag bits (ABI v1.6, appended; written only
+	// when set, so a descriptor without them is what v1.5 wrote).
+	Flags Flag
 }
+
+// Flag is a bit set of what a layer declares about itself beyond its
+// phases (Descriptor.Flags, ABI v1.6). A host that does not know a flag
+// ignores it, so a flag may only ask for something the layer also copes
+// without.
+type Flag uint32
+
+// Layer flags.
+const (
+	// FlagWatchStream: the layer only watches answers and never rewrites
+	// a stream. A host that knows the flag does not call its on_stream:
+	// it assembles the streamed answer itself and, when the stream ended
+	// complete, calls the layer's on_response once with it (the layer
+	// must take part in the response phase); the headers and replacement
+	// of that call are ignored, since the answer has gone out. The layer
+	// keeps its on_stream for hosts before v1.6.
+	FlagWatchStream Flag = 1 << iota
+)
 
 // Actions a layer may take on a request.
 const (
@@ -315,6 +336,11 @@ type LayerResult struct {
 	Error       *Error
 	Headers     []KV // response headers to add; the host keeps only X-Bardo-* names
 	Annotations []KV // visible to later layers (Meta.Annotations) and to routing
+	// SkipAnswer: the layer has nothing to do in this request's response
+	// and stream phases (pii masked nothing: no value to restore), so a
+	// v1.6 host does not call them for it. Read with ActionContinue and
+	// ActionAnswer; an older host ignores it and calls them as before.
+	SkipAnswer bool
 }
 
 // LayerResponse is the input of a layer's response phase.
@@ -338,6 +364,10 @@ type LayerStream struct {
 	Events []Event
 	State  []byte
 	Final  bool
+	// UnchangedOK: the host reads LayerStreamResult.Unchanged (ABI v1.6,
+	// appended). Only then may a result say so: an older host would read
+	// the missing events as none.
+	UnchangedOK bool
 }
 
 // LayerStreamResult replaces the batch of events with Events, and keeps State
@@ -345,6 +375,10 @@ type LayerStream struct {
 type LayerStreamResult struct {
 	Events []Event
 	State  []byte
+	// Unchanged: the batch goes on as it came in, and Events is not sent
+	// (ABI v1.6; only when the input's UnchangedOK was set). The Go SDK
+	// sets it itself when a hook hands back in.Events untouched.
+	Unchanged bool
 }
 
 // Route is what the host decided for a provider call.
