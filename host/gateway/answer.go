@@ -221,7 +221,7 @@ func (g *Gateway) writeResponse(o *Outcome, held *holds, resp *wire.Response) {
 // speaks the caller's dialect and no layer reads responses, its bytes are
 // forwarded as they came.
 func (g *Gateway) answerUpstream(o *Outcome, rctx context.Context, held *holds, p *pipeline.Pipeline, pr *pipeline.Provider, route wire.Route, x *pipeline.Exchange, call *wire.UpstreamCall, resp *upstream.Response) {
-	if call.ResponseDialect == x.Meta.Dialect && !p.HasResponseLayers() {
+	if call.ResponseDialect == x.Meta.Dialect && !p.ResponseLayersFor(x) {
 		held.s.Path = PathPassthrough
 		if u, ok := pricing.BodyUsage(resp.Body); ok {
 			held.s.Usage = &u
@@ -304,7 +304,7 @@ func (s *streamer) run(w *bufio.Writer) {
 			s.tab.StreamEnd = StreamBroken
 		}
 	}()
-	passthrough := s.upDialect == s.x.Meta.Dialect && !s.p.HasStreamLayers()
+	passthrough := s.upDialect == s.x.Meta.Dialect && !s.p.StreamLayersFor(s.x)
 	s.tokens = newTokenTicker(s.g.Events, s.tab)
 	// Until the end is out, a return is the client going away; the other
 	// ends say so.

@@ -11,6 +11,7 @@ import (
 	"github.com/bardoinference/bardo/host/config"
 	"github.com/bardoinference/bardo/host/sandbox"
 	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/respcache"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -41,7 +42,37 @@ type Exchange struct {
 	ProfileMembers []byte
 
 	streamState [][]byte // per stream-phase layer, its opaque state
+	// skip has bit Layer.idx set for the layers that said, in the request
+	// phase, that they have nothing to do with this request's answer
+	// (wire.LayerResult.SkipAnswer); layers past the 64th are always called.
+	skip uint64
+	// watch assembles the streamed answer for the watching layers
+	// (wire.FlagWatchStream), per stream-phase layer; watchers with no
+	// active rewriting layer between them share one.
+	watch []*watched
 }
+
+// watched is a streamed answer assembled for watching layers.
+type watched struct {
+	asm respcache.Assembler
+	fed bool   // this batch's events were added
+	in  []byte // final: the encoded LayerResponse of the answer, once
+	ok  bool   // final: the stream ended complete
+}
+
+// maxWatched bounds an assembled answer (about its size): the ABI's
+// largest value. Past it the watchers are not told the answer.
+const maxWatched = 16 << 20
+
+// skipAnswer records a layer's wire.LayerResult.SkipAnswer.
+func (x *Exchange) skipAnswer(l *Layer) {
+	if l.idx < 64 {
+		x.skip |= 1 << l.idx
+	}
+}
+
+// skips reports whether l sits out this request's answer phases.
+func (x *Exchange) skips(l *Layer) bool { return l.idx < 64 && x.skip&(1<<l.idx) != 0 }
 
 var encoders = sync.Pool{New: func() any { return new(wire.Encoder) }}
 
@@ -108,6 +139,9 @@ func (p *Pipeline) RequestPhase(ctx context.Context, x *Exchange) (*wire.Respons
 		}
 		x.addHeaders(res.Headers)
 		x.Meta.Annotations = append(x.Meta.Annotations, res.Annotations...)
+		if res.SkipAnswer {
+			x.skipAnswer(l)
+		}
 		switch res.Action {
 		case wire.ActionAnswer:
 			if res.Answer == nil {
@@ -215,16 +249,24 @@ func (x *Exchange) addHeaders(hs []wire.KV) {
 	}
 }
 
-// ResponsePhase runs a complete response through the layers in reverse order.
+// ResponsePhase runs a complete response through the layers in reverse
+// order, but those that skip this request's answer (SkipAnswer).
 func (p *Pipeline) ResponsePhase(ctx context.Context, x *Exchange, resp *wire.Response) *wire.Error {
 	if len(p.response) == 0 {
 		return nil
 	}
 	enc := encoders.Get().(*wire.Encoder)
 	defer encoders.Put(enc)
+	encoded := false // enc holds the response as it stands
 	for _, l := range p.response {
-		in := wire.LayerResponse{Meta: x.Meta, Response: *resp}
-		in.Encode(enc)
+		if x.skips(l) {
+			continue
+		}
+		if !encoded {
+			in := wire.LayerResponse{Meta: x.Meta, Response: *resp}
+			in.Encode(enc)
+			encoded = true
+		}
 		out, err := x.call(ctx, l, plugin.OpOnResponse, enc.Bytes())
 		var res wire.LayerResponseResult
 		if err == nil {
@@ -239,6 +281,7 @@ func (p *Pipeline) ResponsePhase(ctx context.Context, x *Exchange, resp *wire.Re
 		x.addHeaders(res.Headers)
 		if res.Replaced {
 			*resp = res.Response
+			encoded = false
 		}
 	}
 	return nil
@@ -250,20 +293,59 @@ func (p *Pipeline) HasStreamLayers() bool { return len(p.stream) > 0 }
 // HasResponseLayers reports whether complete responses pass through any layer.
 func (p *Pipeline) HasResponseLayers() bool { return len(p.response) > 0 }
 
+// StreamLayersFor reports whether x's stream passes through any layer: not
+// when every stream-phase layer skips its answer.
+func (p *Pipeline) StreamLayersFor(x *Exchange) bool { return p.anyActive(p.stream, x) }
+
+// ResponseLayersFor reports whether x's complete response passes through
+// any layer: not when every response-phase layer skips its answer.
+func (p *Pipeline) ResponseLayersFor(x *Exchange) bool { return p.anyActive(p.response, x) }
+
+func (p *Pipeline) anyActive(ls []*Layer, x *Exchange) bool {
+	for _, l := range ls {
+		if !x.skips(l) {
+			return true
+		}
+	}
+	return false
+}
+
 // StreamPhase runs one batch of stream events through the layers in reverse
 // order; final marks the stream's last batch. A fail-closed failure returns
 // an error, which the caller turns into an error event.
+//
+// Layers that skip this request's answer are not called. Watching layers
+// (wire.FlagWatchStream) are not called per batch: the events as they
+// reach a watcher are assembled, and on the final batch, when the stream
+// ended complete, its on_response gets the whole answer once (the result's
+// headers and replacement are ignored: the answer is on its way out). A
+// rewriting layer that says its batch is unchanged costs no decoding.
 func (p *Pipeline) StreamPhase(ctx context.Context, x *Exchange, events []wire.Event, final bool) ([]wire.Event, *wire.Error) {
 	if len(p.stream) == 0 {
 		return events, nil
 	}
 	if x.streamState == nil {
 		x.streamState = make([][]byte, len(p.stream))
+		x.watch = p.watchersOf(x)
 	}
 	enc := encoders.Get().(*wire.Encoder)
 	defer encoders.Put(enc)
+	for _, w := range x.watch {
+		if w != nil {
+			w.fed = false
+		}
+	}
 	for i, l := range p.stream {
-		in := wire.LayerStream{Meta: x.Meta, Events: events, State: x.streamState[i], Final: final}
+		if x.skips(l) {
+			continue
+		}
+		if w := x.watch[i]; w != nil {
+			if e := p.watchBatch(ctx, x, l, w, enc, events, final); e != nil {
+				return nil, e
+			}
+			continue
+		}
+		in := wire.LayerStream{Meta: x.Meta, Events: events, State: x.streamState[i], Final: final, UnchangedOK: true}
 		in.Encode(enc)
 		out, err := x.call(ctx, l, plugin.OpOnStream, enc.Bytes())
 		var res wire.LayerStreamResult
@@ -276,7 +358,69 @@ func (p *Pipeline) StreamPhase(ctx context.Context, x *Exchange, events []wire.E
 			}
 			continue
 		}
-		events, x.streamState[i] = res.Events, res.State
+		if !res.Unchanged {
+			events = res.Events
+		}
+		x.streamState[i] = res.State
 	}
 	return events, nil
+}
+
+// watchersOf gives each watching stream-phase layer of x the assembler of
+// the events that reach it: one shared by watchers that no active
+// rewriting layer separates (they see the same events), nil for the rest.
+func (p *Pipeline) watchersOf(x *Exchange) []*watched {
+	var (
+		ws   []*watched
+		last *watched // the assembler the events reaching here also fed
+	)
+	for i, l := range p.stream {
+		switch {
+		case x.skips(l):
+		case l.watch:
+			if last == nil {
+				last = &watched{asm: respcache.Assembler{Max: maxWatched}}
+			}
+			if ws == nil {
+				ws = make([]*watched, len(p.stream))
+			}
+			ws[i] = last
+		default:
+			last = nil // it may rewrite the events
+		}
+	}
+	if ws == nil {
+		ws = make([]*watched, len(p.stream))
+	}
+	return ws
+}
+
+// watchBatch adds a batch to watcher l's assembled answer and, on the
+// final batch of a stream that ended complete, calls l's on_response
+// with it.
+func (p *Pipeline) watchBatch(ctx context.Context, x *Exchange, l *Layer, w *watched, enc *wire.Encoder, events []wire.Event, final bool) *wire.Error {
+	if !w.fed {
+		w.asm.Add(events)
+		w.fed = true
+		if final {
+			var resp wire.Response
+			if resp, w.ok = w.asm.Response(); w.ok {
+				in := wire.LayerResponse{Meta: x.Meta, Response: resp}
+				in.Encode(enc)
+				w.in = append(w.in[:0], enc.Bytes()...)
+			}
+		}
+	}
+	if !final || !w.ok {
+		return nil
+	}
+	out, err := x.call(ctx, l, plugin.OpOnResponse, w.in)
+	if err == nil {
+		var res wire.LayerResponseResult
+		err = res.Decode(out) // only to catch garbage: the answer has gone out
+	}
+	if err != nil {
+		return p.layerFailed(x, l, "stream", err)
+	}
+	return nil
 }

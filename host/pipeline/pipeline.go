@@ -82,6 +82,9 @@ type Layer struct {
 	Plugin *sandbox.Plugin
 	Desc   wire.Descriptor
 	Phases wire.Phase // the phases both pipeline.toml and the plugin agree on
+
+	idx   int  // position in Pipeline.Layers: its bit in Exchange.skip
+	watch bool // a stream-phase layer that only watches (wire.FlagWatchStream)
 }
 
 // Provider is a loaded [[provider]].
@@ -319,7 +322,8 @@ func groupJobs[J any](jobs []J, spec func(J) *config.PluginSpec) [][]J {
 // with the running pipeline serves that one unchanged.
 func (p *Pipeline) link() error {
 	var errs []error
-	for _, l := range p.Layers {
+	for i, l := range p.Layers {
+		l.idx = i
 		l.Desc = l.Plugin.Descriptor()
 		if l.Desc.Kind != "layer" {
 			errs = append(errs, fmt.Errorf("%s:%d: layer %s: %s is a %s plugin", p.Config.Path, l.Spec.Line, l.Spec.Name, l.Spec.Plugin, l.Desc.Kind))
@@ -330,6 +334,8 @@ func (p *Pipeline) link() error {
 			p.log.Warn("layer asked for phases its plugin does not implement; skipping them",
 				"layer", l.Spec.Name, "phases", config.Phase(missing).String())
 		}
+		// A watcher's streamed answers go to its on_response (exec.go).
+		l.watch = l.Desc.Flags&wire.FlagWatchStream != 0 && l.Phases&wire.PhaseStream != 0 && l.Desc.Phases&wire.PhaseResponse != 0
 		if l.Phases&wire.PhaseRequest != 0 {
 			p.request = append(p.request, l)
 			// The fallback phase follows the request phase: a layer finds

@@ -78,6 +78,12 @@ type env struct {
 // closes the Manager and checks that every plugin loaded was closed.
 func newEnv(tb testing.TB, files map[string]string, toml string) *env {
 	tb.Helper()
+	return newEnvWith(tb, files, toml, nil)
+}
+
+// newEnvWith is newEnv with the Manager's deps adjusted by with.
+func newEnvWith(tb testing.TB, files map[string]string, toml string, with func(*Deps)) *env {
+	tb.Helper()
 	e := &env{dir: tb.TempDir(), logs: &lockedBuffer{}}
 	if err := os.Mkdir(filepath.Join(e.dir, "plugins"), 0o755); err != nil {
 		tb.Fatal(err)
@@ -94,6 +100,9 @@ func newEnv(tb testing.TB, files map[string]string, toml string) *env {
 		Log:   slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Cache: testCache(tb),
 		KV:    kvstore.NewMemory(1 << 20),
+	}
+	if with != nil {
+		with(&deps)
 	}
 	m, err := NewManager(context.Background(), filepath.Join(e.dir, "pipeline.toml"), deps)
 	if err != nil {

@@ -70,7 +70,7 @@ var hostFunctions = map[string]hostFunc{
 }
 
 // ABIMinor is the ABI minor version this host implements (docs/abi.md).
-const ABIMinor = 5
+const ABIMinor = 6
 
 // hostABIMinor answers abi_minor. A plugin that depends on a minor
 // version's host behaviour (an adapter relying on VerifySuccess to refuse
