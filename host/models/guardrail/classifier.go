@@ -3,11 +3,13 @@ package guardrail
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	ort "github.com/yalue/onnxruntime_go"
@@ -33,6 +35,10 @@ type LoadOptions struct {
 	// ModelOnly turns the rules and decoded views off, so scores are
 	// exactly llm_guardrail's checkInjection confidence.
 	ModelOnly bool
+	// ONNXRuntime runs the graph with onnxruntime even when it is the one
+	// Graph writes, which the classifier otherwise computes itself
+	// (logreg.go); tests compare the two.
+	ONNXRuntime bool
 }
 
 // Result explains one text's score.
@@ -55,14 +61,17 @@ type Result struct {
 }
 
 // Classifier is the offline injection classifier: llm_guardrail's TF-IDF +
-// logistic-regression model run by onnxruntime, combined with the rule
-// table. It implements models.Classifier and is safe for concurrent use;
-// concurrent calls are micro-batched into one model run.
+// logistic-regression model, computed in Go from model.onnx's weights (or
+// run by onnxruntime when model.onnx is not the graph Graph writes),
+// combined with the rule table. It implements models.Classifier and is safe
+// for concurrent use; with onnxruntime, concurrent calls are micro-batched
+// into one model run.
 type Classifier struct {
 	name      string
 	cfg       Config
 	dir       string
 	vec       *Vectorizer
+	native    *logreg // nil: the session runs the model
 	session   *ort.DynamicAdvancedSession
 	batcher   *batch.Batcher[termRow, float32]
 	threshold float32
@@ -75,6 +84,8 @@ type Classifier struct {
 	// closed, set under it, sends every later caller to the batcher.
 	direct sync.Mutex
 	closed bool
+	// shut is closed for the Go model, which takes no lock.
+	shut atomic.Bool
 }
 
 var _ models.Classifier = (*Classifier)(nil)
@@ -117,27 +128,37 @@ func Load(dir string, opts LoadOptions) (*Classifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := onnxrt.Init(onnxrt.Options{LibraryPath: opts.LibraryPath}); err != nil {
-		return nil, fmt.Errorf("guardrail: %w", err)
-	}
-	so, err := onnxrt.SessionOptions()
-	if err != nil {
-		return nil, fmt.Errorf("guardrail: %w", err)
-	}
-	defer so.Destroy()
-	session, err := ort.NewDynamicAdvancedSession(filepath.Join(dir, ModelFile),
-		[]string{InputTermIDs, InputTermCounts}, []string{OutputProbs}, so)
-	if err != nil {
-		return nil, fmt.Errorf("guardrail: load %s: %w", filepath.Join(dir, ModelFile), err)
-	}
 	c := &Classifier{
 		name:      opts.Name,
 		cfg:       cfg,
 		dir:       dir,
 		vec:       vec,
-		session:   session,
 		threshold: cfg.Threshold,
 		modelOnly: opts.ModelOnly,
+	}
+	onnx, err := os.ReadFile(filepath.Join(dir, ModelFile))
+	if err != nil {
+		return nil, fmt.Errorf("guardrail: %w", err)
+	}
+	if !opts.ONNXRuntime {
+		// The graph Graph writes is a sparse dot product: computed here,
+		// with no onnxruntime at all. Any other graph is onnxruntime's.
+		c.native, _ = readLogreg(onnx, cfg.VocabSize)
+	}
+	if c.native == nil {
+		if err := onnxrt.Init(onnxrt.Options{LibraryPath: opts.LibraryPath}); err != nil {
+			return nil, fmt.Errorf("guardrail: %w", err)
+		}
+		so, err := onnxrt.SessionOptions()
+		if err != nil {
+			return nil, fmt.Errorf("guardrail: %w", err)
+		}
+		defer so.Destroy()
+		c.session, err = ort.NewDynamicAdvancedSession(filepath.Join(dir, ModelFile),
+			[]string{InputTermIDs, InputTermCounts}, []string{OutputProbs}, so)
+		if err != nil {
+			return nil, fmt.Errorf("guardrail: load %s: %w", filepath.Join(dir, ModelFile), err)
+		}
 	}
 	if c.name == "" {
 		c.name = "injection"
@@ -157,7 +178,9 @@ func Load(dir string, opts LoadOptions) (*Classifier, error) {
 		wait = time.Millisecond
 	}
 	c.maxBatch = maxBatch
-	c.batcher = batch.New(c.run, maxBatch, wait)
+	if c.session != nil {
+		c.batcher = batch.New(c.run, maxBatch, wait)
+	}
 	return c, nil
 }
 
@@ -250,14 +273,29 @@ func (c *Classifier) ModelScores(ctx context.Context, texts []string) ([]float32
 	return scores, nil
 }
 
-// score runs the model on rows. A caller that finds no other caller
-// running the model directly runs it itself: handing the rows to the
+// score runs the model on rows: in Go when it is the known graph (a few
+// dozen multiply-adds a row, nothing to batch), else with onnxruntime. With
+// onnxruntime, a caller that finds no other caller running the model
+// directly runs it itself: handing the rows to the
 // batcher's goroutine and back costs two goroutine switches, more than
 // the run of this small graph (~10 µs), and on a busy machine a wake-up
 // can wait far longer. Callers that find it taken go to the batcher,
 // which merges them; onnxruntime runs a session's calls concurrently.
 // Rows are scored independently, so the result is the same either way.
 func (c *Classifier) score(ctx context.Context, rows []termRow) ([]float32, error) {
+	if c.native != nil {
+		if c.shut.Load() {
+			return nil, errClosed
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		out := make([]float32, len(rows))
+		for i, r := range rows {
+			out[i] = c.native.prob(r.ids, r.counts)
+		}
+		return out, nil
+	}
 	// TryLock is the point: a lone caller's fast path, never a wait.
 	if len(rows) <= c.maxBatch && c.direct.TryLock() {
 		defer c.direct.Unlock()
@@ -313,13 +351,19 @@ func (c *Classifier) run(_ context.Context, rows []termRow) ([]float32, error) {
 	return out, nil
 }
 
+var errClosed = errors.New("classifier closed")
+
 // Close stops the batcher and releases the onnxruntime session. Calls after
 // the first return the first call's result.
 func (c *Classifier) Close() error {
 	c.closeOnce.Do(func() {
+		c.shut.Store(true)
 		c.direct.Lock()
 		c.closed = true
 		c.direct.Unlock()
+		if c.session == nil {
+			return
+		}
 		c.batcher.Close()
 		if err := c.session.Destroy(); err != nil {
 			c.closeErr = fmt.Errorf("guardrail: close session: %w", err)

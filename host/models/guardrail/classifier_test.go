@@ -61,10 +61,23 @@ func TestExplain(t *testing.T) {
 	}
 }
 
-// TestConcurrentCallers checks that batching many concurrent callers gives
-// each the same scores as calling alone.
+// TestConcurrentCallers checks that many concurrent callers each get the
+// scores of calling alone, computed in Go and batched for onnxruntime.
 func TestConcurrentCallers(t *testing.T) {
-	c := sharedClassifier(t)
+	rt, err := Load(modelDir(t), LoadOptions{ONNXRuntime: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	for name, c := range map[string]*Classifier{"go": sharedClassifier(t), "onnxruntime": rt} {
+		t.Run(name, func(t *testing.T) { concurrentCallers(t, c) })
+	}
+	if st := rt.batcher.Stats(); st.Batches == 0 {
+		t.Errorf("batcher stats %+v", st)
+	}
+}
+
+func concurrentCallers(t *testing.T, c *Classifier) {
 	set := loadSet(t)
 	texts := make([]string, len(set))
 	for i, e := range set {
@@ -95,9 +108,6 @@ func TestConcurrentCallers(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
-	}
-	if st := c.batcher.Stats(); st.Batches == 0 {
-		t.Errorf("batcher stats %+v", st)
 	}
 }
 
@@ -281,7 +291,7 @@ func BenchmarkClassifyAgentTurn(b *testing.B) {
 // the batcher, that both give the same scores, and that Close turns the
 // direct path off.
 func TestLoneCallerRunsDirectly(t *testing.T) {
-	c, err := Load(modelDir(t), LoadOptions{})
+	c, err := Load(modelDir(t), LoadOptions{ONNXRuntime: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -259,3 +259,68 @@ func ExampleVectorizer_Terms() {
 	fmt.Println(ids, counts)
 	// Output: [0 1 2 3] [2 1 1 1]
 }
+
+// TestNativeMatchesONNX: the shipped model is computed in Go (logreg.go),
+// and on every golden text gives what onnxruntime gives on the same graph,
+// within the golden file's tolerance (the two may sum in another order).
+func TestNativeMatchesONNX(t *testing.T) {
+	c := sharedClassifier(t)
+	if c.native == nil || c.session != nil {
+		t.Fatal("the shipped model.onnx is not computed in Go")
+	}
+	rt, err := Load(modelDir(t), LoadOptions{ONNXRuntime: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	if rt.native != nil {
+		t.Fatal("ONNXRuntime: true computed the model in Go")
+	}
+	_, texts := goldenTexts(t)
+	ctx := context.Background()
+	got, err := c.ModelScores(ctx, texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := rt.ModelScores(ctx, texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worst := 0.0
+	for i := range texts {
+		d := math.Abs(float64(got[i]) - float64(want[i]))
+		worst = max(worst, d)
+		if d > modelTolerance {
+			t.Errorf("text %d %q: Go %.8f, onnxruntime %.8f", i, trunc(texts[i]), got[i], want[i])
+		}
+	}
+	t.Logf("%d texts, max |Go - onnxruntime| = %.2g", len(texts), worst)
+}
+
+// A model.onnx of another graph is not computed in Go.
+func TestReadLogregRejectsOtherGraphs(t *testing.T) {
+	src := &SourceModel{IDF: []float64{1, 2}, Coefficients: [][]float64{{0.5, -0.5}}, Intercept: []float64{0.1}}
+	m := Graph(src)
+	data, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lr, err := readLogreg(data, 2)
+	if err != nil || lr.intercept != 0.1 || !slices.Equal(lr.coef, []float32{0.5, -0.5}) || !slices.Equal(lr.idf, []float32{1, 2}) {
+		t.Fatalf("Graph's own model: %+v, %v", lr, err)
+	}
+	if _, err := readLogreg(data, 3); err == nil {
+		t.Error("a vocabulary of another size was accepted")
+	}
+	m.Graph.Nodes = m.Graph.Nodes[:len(m.Graph.Nodes)-1]
+	data, err = m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readLogreg(data, 2); err == nil {
+		t.Error("a graph of other nodes was accepted")
+	}
+	if _, err := readLogreg([]byte{0xff}, 2); err == nil {
+		t.Error("garbage was accepted")
+	}
+}
