@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,6 +51,7 @@ type rawConfig struct {
 	MaxChunks   *int      `json:"max_chunks"`
 	ScoreTTL    string    `json:"score_ttl"`
 	HarnessTags *[]string `json:"harness_tags"`
+	MemoBytes   *int      `json:"memo_bytes"`
 }
 
 type action uint8
@@ -71,6 +73,7 @@ type config struct {
 	maxChunks  int
 	scoreTTL   time.Duration
 	harness    []string // tags whose sections in user text are the agent's own instructions
+	memoBytes  int      // bound of an instance's score memo, in bytes of text
 }
 
 // defaultHarnessTags wrap what coding agents write into the user turn
@@ -112,7 +115,8 @@ func initConfig() error {
 
 func parseConfig(rc *rawConfig) (config, error) {
 	c := config{model: rc.Model, label: rc.Label, threshold: 0.5, safeModel: rc.SafeModel,
-		chunkBytes: 2000, maxChunks: 64, scoreTTL: time.Hour, harness: defaultHarnessTags}
+		chunkBytes: 2000, maxChunks: 64, scoreTTL: time.Hour, harness: defaultHarnessTags,
+		memoBytes: 256 << 10}
 	if c.model == "" {
 		c.model = "injection"
 	}
@@ -163,6 +167,12 @@ func parseConfig(rc *rawConfig) (config, error) {
 		}
 		c.scoreTTL = d
 	}
+	if rc.MemoBytes != nil {
+		if *rc.MemoBytes < 0 || *rc.MemoBytes > 64<<20 {
+			return c, fmt.Errorf("memo_bytes = %d: want 0–67108864", *rc.MemoBytes)
+		}
+		c.memoBytes = *rc.MemoBytes
+	}
 	if rc.HarnessTags != nil {
 		for _, t := range *rc.HarnessTags {
 			if t == "" || strings.ContainsAny(t, "<> \t\n") {
@@ -185,6 +195,10 @@ type piece struct {
 
 func (p piece) where() string { return p.kind + " in message " + strconv.Itoa(p.msg) }
 
+// pieceBuf is pieces' slice, reused: an instance serves one call at a time
+// (its strings alias the call's input, and are overwritten the next call).
+var pieceBuf []piece
+
 // pieces collects the text the caller's user or a tool controls, every
 // block of it: user text blocks (without the agent's own harness sections),
 // tool results as a string, and every text inside a tool result sent as an
@@ -194,7 +208,8 @@ func (p piece) where() string { return p.kind + " in message " + strconv.Itoa(p.
 // most chunkBytes (a classifier sees a bounded window; an injection buried
 // in a long document still lands in one chunk).
 func pieces(r *wire.Request, c *config) []piece {
-	var out []piece
+	out := pieceBuf[:0]
+	defer func() { pieceBuf = out[:0] }()
 	add := func(text, kind string, msg int) {
 		// Most texts are one chunk: no slice for them.
 		if t := strings.TrimSpace(text); len(t) <= c.chunkBytes {
@@ -408,21 +423,111 @@ func scoreKey(text string) string {
 	return string(key[:])
 }
 
+// scoreMemo is this instance's memory of the scores its tenants' texts got,
+// in front of the tenant's kv: an agent resends its whole conversation
+// every turn, and a text found here costs a map lookup where the kv costs a
+// SHA-256 and a kv_get host call each. It is keyed by the text itself (no
+// hash to collide), partitioned by tenant like the kv (how long a request
+// takes cannot tell one tenant whether another sent a text), bounded by the
+// bytes of text it holds (memo_bytes; past it, it starts over) and
+// forgotten as a whole once it is score_ttl old, so no score outlives the
+// ttl the kv gives it. The model is fixed for an instance's life.
+type scoreMemo struct {
+	tenants map[string]map[string]float32
+	bytes   int
+	since   int64 // plugin.Now of the first entry, in ns
+}
+
+var memo scoreMemo
+
+// get returns the score remembered for tenant's text.
+func (m *scoreMemo) get(tenant, text string) (float32, bool) {
+	v, ok := m.tenants[tenant][text]
+	return v, ok
+}
+
+// put remembers tenant's text's score; now is plugin.Now in ns.
+func (m *scoreMemo) put(tenant, text string, score float32, now int64) {
+	cost := len(text) + 64 // the text, and roughly a map entry's own
+	if cost > cfg.memoBytes {
+		return
+	}
+	if m.tenants == nil || m.bytes+cost > cfg.memoBytes {
+		m.reset(now)
+	}
+	if len(m.tenants) == 0 {
+		m.since = now
+	}
+	t := m.tenants[tenant]
+	if t == nil {
+		// The strings alias the call's input buffer, which the next call
+		// overwrites: a map key must be its own copy.
+		t = map[string]float32{}
+		m.tenants[strings.Clone(tenant)] = t
+	}
+	if _, ok := t[text]; !ok {
+		t[strings.Clone(text)] = score
+		m.bytes += cost
+	}
+}
+
+func (m *scoreMemo) reset(now int64) {
+	if m.tenants == nil {
+		m.tenants = map[string]map[string]float32{}
+	} else {
+		clear(m.tenants)
+	}
+	m.bytes, m.since = 0, now
+}
+
+// Per-call scratch, reused: an instance serves one call at a time.
+var (
+	scoreBuf []float32
+	todoBuf  []int
+	textBuf  []string
+	keysBuf  []string
+)
+
 // scores classifies the pieces, reusing scores this tenant's earlier
-// requests already paid for.
-func scores(ps []piece) ([]float32, error) {
-	out := make([]float32, len(ps))
-	var todo []int
-	var texts, keys []string
+// requests already paid for: from the instance's memo, else the tenant's
+// kv, else the classifier (one host call for every new text).
+func scores(tenant string, ps []piece) ([]float32, error) {
+	out := slices.Grow(scoreBuf[:0], len(ps))[:len(ps)]
+	scoreBuf = out
+	todo, texts, keys := todoBuf[:0], textBuf[:0], keysBuf[:0]
+	defer func() {
+		// Drop the references into the call's input; keep the capacity.
+		clear(texts)
+		clear(keys)
+		todoBuf, textBuf, keysBuf = todo[:0], texts[:0], keys[:0]
+	}()
 	cached := 0
+	var now int64
+	memoOn := cfg.scoreTTL > 0 && cfg.memoBytes > 0
+	if memoOn {
+		now = plugin.Now().UnixNano()
+		if len(memo.tenants) > 0 && now-memo.since >= int64(cfg.scoreTTL) {
+			memo.reset(now)
+		}
+	}
 	for i, p := range ps {
 		var key string
 		if cfg.scoreTTL > 0 {
+			if memoOn {
+				if v, ok := memo.get(tenant, p.text); ok {
+					out[i] = v
+					cached++
+					continue
+				}
+			}
 			key = scoreKey(p.text)
 			if v, ok := plugin.KVGet(key); ok {
 				if f, err := strconv.ParseFloat(string(v), 32); err == nil {
 					out[i] = float32(f)
 					cached++
+					if memoOn {
+						memo.put(tenant, p.text, out[i], now)
+					}
 					continue
 				}
 			}
@@ -452,10 +557,21 @@ func scores(ps []piece) ([]float32, error) {
 		return nil, fmt.Errorf("model %q has no label %q (labels: %s)", cfg.model, cfg.label, strings.Join(labels, ", "))
 	}
 	plugin.CounterAdd(metricScanned, float64(len(texts)))
+	var num [16]byte
 	for j, i := range todo {
 		out[i] = got[j][li]
+		// Each text's score is observed once, when it is classified, not
+		// again on every turn that resends it.
+		plugin.Observe(metricScore, float64(out[i]))
 		if cfg.scoreTTL > 0 {
-			_ = plugin.KVPut(keys[j], []byte(strconv.FormatFloat(float64(out[i]), 'f', 4, 32)), cfg.scoreTTL)
+			v := strconv.AppendFloat(num[:0], float64(out[i]), 'f', 4, 32)
+			_ = plugin.KVPut(keys[j], v, cfg.scoreTTL)
+			if memoOn {
+				// What the kv gives back, so a score reused from either
+				// is the same number.
+				f, _ := strconv.ParseFloat(string(v), 32)
+				memo.put(tenant, texts[j], float32(f), now)
+			}
 		}
 	}
 	return out, nil
@@ -466,7 +582,7 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	if len(ps) == 0 {
 		return nil
 	}
-	sc, err := scores(ps)
+	sc, err := scores(req.Meta.Tenant, ps)
 	if err != nil {
 		// The host applies on_error (fail-closed by default): a request that
 		// could not be checked does not go upstream.
@@ -474,7 +590,6 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	}
 	worst := 0
 	for i := range sc {
-		plugin.Observe(metricScore, float64(sc[i]))
 		if sc[i] > sc[worst] {
 			worst = i
 		}
