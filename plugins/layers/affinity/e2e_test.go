@@ -199,6 +199,14 @@ func TestStreamAndDerivedSession(t *testing.T) {
 	if !strings.Contains(string(rep.body), "[DONE]") {
 		t.Fatalf("stream body: %s", rep.body)
 	}
+	// It only watches (WatchStream): the host handed it the finished
+	// stream once, as a response, and never a batch.
+	calls := func(op string) float64 {
+		return r.g.Metrics.Value("bardo_sandbox_call_seconds", "plugin", "affinity", "op", "bardo_"+op)
+	}
+	if s, a := calls("on_stream"), calls("on_response"); s != 0 || a != 1 {
+		t.Fatalf("affinity: %v on_stream and %v on_response calls for one stream; want 0 and 1", s, a)
+	}
 	// The same conversation, one turn later, no session header: b again.
 	c0 = r.counts()
 	rep = r.post(t, "", body("plan my week", "echo: plan my week", "start with monday"))
@@ -218,4 +226,20 @@ func (r rig) metrics(t *testing.T) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// A stream that broke off is not recorded: the session's next request
+// starts afresh rather than following a provider that did not answer.
+func TestBrokenStreamNotRecorded(t *testing.T) {
+	r := start(t)
+	r.a.Script(fakeupstream.CutAfter(2))
+	stream := strings.Replace(body("fix the build"), `{"model"`, `{"stream":true,"model"`, 1)
+	c0 := r.counts()
+	r.post(t, "s-broken", stream)
+	if got := r.counts(); got[0] != c0[0]+1 {
+		t.Fatalf("the stream went to a+%d b+%d; want a", got[0]-c0[0], got[1]-c0[1])
+	}
+	c0 = r.counts()
+	rep := r.post(t, "s-broken", body("fix the build"))
+	expect(t, "after a broken stream", rep, "a", "new", c0, r.counts(), [2]int{1, 0})
 }

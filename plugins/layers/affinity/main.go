@@ -81,7 +81,10 @@ func init() {
 		Init:       initLayer,
 		OnRequest:  onRequest,
 		OnResponse: onResponse,
-		OnStream:   onStream,
+		OnStream:   onStream, // for hosts before ABI v1.6
+		// It only records who answered: a v1.6 host hands it a streamed
+		// answer once, through onResponse, instead of every batch.
+		WatchStream: true,
 	})
 }
 
@@ -232,6 +235,7 @@ func sessionKey(session string, sum *[32]byte) string {
 
 func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	if req.Meta.Session == "" && !cfg.derive {
+		res.SkipAnswer = true // no session: nothing to record
 		return nil
 	}
 	sum := prefixHash(&req.Request)

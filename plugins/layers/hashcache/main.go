@@ -103,7 +103,10 @@ func init() {
 		OnRequest:  onRequest,
 		OnResponse: onResponse,
 		OnStream:   onStream,
-		OnFallback: onFallback,
+		// It only stores answers: a v1.6 host hands it a streamed one
+		// whole, through onResponse (OnStream serves older hosts).
+		WatchStream: true,
+		OnFallback:  onFallback,
 	})
 }
 
@@ -275,6 +278,7 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 			// A fresh id in the caller's dialect: the host makes one for an
 			// answer that has none.
 			saved := respcache.Answer(res, &resp, respcache.VerdictHashHit, storedMs, plugin.Now().UnixMilli(), cfg.pace)
+			res.SkipAnswer = true // a hit is not stored again
 			plugin.CounterAdd(metricHits, 1)
 			plugin.CounterAdd(metricSavedTokens, float64(saved))
 			return nil

@@ -349,6 +349,9 @@ func blockMessage(ents []int) string {
 }
 
 func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
+	// The answer phases only restore masked values: with no mapping they
+	// have nothing to do (respond.go).
+	res.SkipAnswer = true
 	k := &work
 	k.reset()
 	k.tenant = req.Meta.Tenant
@@ -382,6 +385,7 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 			return nil
 		}
 		res.Annotations = append(res.Annotations, wire.KV{Key: annKey, Value: key})
+		res.SkipAnswer = false
 	}
 	res.Patched = wire.PartMessages
 	res.Request.Messages = req.Request.Messages

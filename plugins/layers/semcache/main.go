@@ -137,6 +137,9 @@ func init() {
 		OnRequest:  onRequest,
 		OnResponse: onResponse,
 		OnStream:   onStream,
+		// It only stores answers: a v1.6 host hands it a streamed one
+		// whole, through onResponse (OnStream serves older hosts).
+		WatchStream: true,
 	})
 }
 
@@ -344,6 +347,9 @@ const searchK = 8
 const defaultMaxQuestion = 8 << 10
 
 func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
+	// Only a miss stores its answer (missOf): whatever else this call
+	// decides, the answer phases have nothing to do.
+	res.SkipAnswer = true
 	text, ok := lookupQuestion(&req.Request)
 	if !ok {
 		plugin.CounterAdd(metricSkips, 1)
@@ -421,6 +427,7 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	}
 
 	res.Headers = append(res.Headers, wire.KV{Key: HeaderCache, Value: "miss"})
+	res.SkipAnswer = false
 	res.Annotations = append(res.Annotations, wire.KV{Key: AnnotationMiss, Value: encodeMiss(miss{
 		id: id, key: keys.of(storeScope(text), id, market), vec: vec, ctx: ctx, text: text,
 		ttl: regimeTTL[regime](cfg.baseTTL)})})
