@@ -129,6 +129,11 @@ export const fixtures = {
   layer_response_result_kept: [wire.LayerResponseResult, { headers: [{ key: 'X-Bardo-Seen', value: '1' }] }],
   layer_stream: [wire.LayerStream, { meta, events, state: new Uint8Array([0, 1, 2, 0xff]), final: true }],
   layer_stream_result: [wire.LayerStreamResult, { events: events.slice(1, 3), state: 'state' }],
+  descriptor_flags: [wire.Descriptor, { abi: 1, name: 'affinity', version: '1.0.0', kind: 'layer',
+    phases: wire.Phase.Request | wire.Phase.Response | wire.Phase.Stream, reads: Part.All, writes: 0, flags: wire.Flag.WatchStream }],
+  layer_result_skip: [wire.LayerResult, { annotations: [{ key: 'k', value: 'v' }], skipAnswer: true }],
+  layer_stream_unchanged_ok: [wire.LayerStream, { meta, events: events.slice(0, 2), final: true, unchangedOK: true }],
+  layer_stream_result_unchanged: [wire.LayerStreamResult, { state: 'st', unchanged: true }],
   encode_input: [wire.EncodeInput, { meta, route, request, pristine: true }],
   encode_result: [wire.EncodeResult, {
     call: {

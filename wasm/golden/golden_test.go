@@ -175,6 +175,14 @@ func fixtures() []fixture {
 		message("layer_response_result_kept", &wire.LayerResponseResult{Headers: []wire.KV{{Key: "X-Bardo-Seen", Value: "1"}}}),
 		message("layer_stream", &wire.LayerStream{Meta: meta, Events: events, State: []byte{0, 1, 2, 0xff}, Final: true}),
 		message("layer_stream_result", &wire.LayerStreamResult{Events: events[1:3], State: []byte("state")}),
+		// v1.6, appended: a watching layer's flag, a result that skips its
+		// answer phases (the extras section then always written), a host
+		// that reads "unchanged", and an unchanged result.
+		message("descriptor_flags", &wire.Descriptor{ABI: 1, Name: "affinity", Version: "1.0.0", Kind: "layer",
+			Phases: wire.PhaseRequest | wire.PhaseResponse | wire.PhaseStream, Reads: wire.PartAll, Flags: wire.FlagWatchStream}),
+		message("layer_result_skip", &wire.LayerResult{Annotations: []wire.KV{{Key: "k", Value: "v"}}, SkipAnswer: true}),
+		message("layer_stream_unchanged_ok", &wire.LayerStream{Meta: meta, Events: events[:2], Final: true, UnchangedOK: true}),
+		message("layer_stream_result_unchanged", &wire.LayerStreamResult{State: []byte("st"), Unchanged: true}),
 		message("encode_input", &wire.EncodeInput{Meta: meta, Route: route, Request: request, Pristine: true}),
 		message("encode_result", &wire.EncodeResult{Call: &wire.UpstreamCall{
 			Method: "POST", URL: "https://api.anthropic.com/v1/messages",

@@ -167,9 +167,16 @@ export class PluginHost {
   async onResponse(layerResponse) {
     return wire.LayerResponseResult.decode(await this.call('bardo_on_response', wire.LayerResponse.encode(layerResponse), layerResponse.meta));
   }
-  /** Runs a layer's stream phase on one batch of events. */
+  /**
+   * Runs a layer's stream phase on one batch of events. The host reads a
+   * result that says the batch is unchanged (ABI v1.6): its events are then
+   * the very array passed in, not decoded again.
+   */
   async onStream(layerStream) {
-    return wire.LayerStreamResult.decode(await this.call('bardo_on_stream', wire.LayerStream.encode(layerStream), layerStream.meta));
+    const res = wire.LayerStreamResult.decode(await this.call('bardo_on_stream',
+      wire.LayerStream.encode({ ...layerStream, unchangedOK: true }), layerStream.meta));
+    if (res.unchanged) res.events = layerStream.events ?? [];
+    return res;
   }
 
   /**

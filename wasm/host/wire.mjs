@@ -27,6 +27,9 @@ export const FORMAT_VERSION = 1;
 export const Part = Object.freeze({ Model: 1, System: 2, Messages: 4, Tools: 8, Params: 16, Extra: 32, All: 63 });
 // Phase: pipeline phases a layer takes part in.
 export const Phase = Object.freeze({ Request: 1, Response: 2, Stream: 4, Fallback: 8 });
+// Flag: Descriptor.flags (ABI v1.6). WatchStream: the layer only watches
+// answers; a host may hand it a streamed answer whole, through on_response.
+export const Flag = Object.freeze({ WatchStream: 1 });
 export const Dialect = Object.freeze({ None: 0, OpenAI: 1, Anthropic: 2 });
 export const BlockType = Object.freeze({
   Text: 1, Image: 2, ToolUse: 3, ToolResult: 4, Thinking: 5, RedactedThinking: 6, Document: 7, Other: 8,
@@ -289,9 +292,9 @@ function hasNestedExtras(r, parts) {
   if (parts & Part.Messages && (r.messages ?? []).some((m) => rawLen(m?.extra) > 0 || any(m?.content))) return true;
   return Boolean(parts & Part.Tools && (r.tools ?? []).some((t) => rawLen(t?.extra) > 0));
 }
-function encRequestExtras(e, r, parts) {
+function encRequestExtras(e, r, parts, always = false) {
   r ??= {};
-  if (!hasNestedExtras(r, parts)) return;
+  if (!always && !hasNestedExtras(r, parts)) return;
   e.uint(1);
   if (parts & Part.System) for (const b of r.system ?? []) e.raw(b?.extra);
   if (parts & Part.Messages) {
@@ -320,10 +323,15 @@ function msg(enc, dec) {
 }
 const fromStruct = (t) => msg((e, x) => t.enc(e, x), (d) => t.dec(d));
 
-export const Descriptor = fromStruct(struct([
+const descriptorHead = struct([
   ['abi', u32], ['name', string], ['version', string], ['kind', string],
   ['phases', u32], ['reads', u32], ['writes', u32],
-]));
+]);
+/** Descriptor: v1.6 appended flags (Flag), written only when set. */
+export const Descriptor = msg(
+  (e, x) => { descriptorHead.enc(e, x); if (x.flags) e.uint(x.flags); },
+  (d) => { const o = descriptorHead.dec(d); o.flags = d.more() ? u32.dec(d) : 0; return o; },
+);
 
 /** LayerRequest.encode(x, parts = Part.All) writes only the given parts of x.request. */
 export const LayerRequest = msg(
@@ -336,18 +344,24 @@ export const LayerRequest = msg(
   },
 );
 
-/** LayerResult: result.patched is the parts mask of result.request. */
+/**
+ * LayerResult: result.patched is the parts mask of result.request. v1.6
+ * appended skipAnswer (a flags varint after the extras section, which is
+ * then always written).
+ */
 export const LayerResult = msg(
   (e, x) => {
     u8.enc(e, x.action); encRequestParts(e, x.request, x.patched ?? 0);
     opt(response).enc(e, x.answer); opt(error).enc(e, x.error); kvs.enc(e, x.headers); kvs.enc(e, x.annotations);
-    encRequestExtras(e, x.request, x.patched ?? 0);
+    encRequestExtras(e, x.request, x.patched ?? 0, Boolean(x.skipAnswer));
+    if (x.skipAnswer) e.uint(1);
   },
   (d) => {
     const action = u8.dec(d);
     const { parts: patched, request } = decRequestParts(d);
     const out = { action, patched, request, answer: opt(response).dec(d), error: opt(error).dec(d), headers: kvs.dec(d), annotations: kvs.dec(d) };
     decRequestExtras(d, request, patched);
+    out.skipAnswer = d.more() ? (d.uint() & 1) !== 0 : false;
     return out;
   },
 );
@@ -363,8 +377,20 @@ export const LayerResponseResult = msg(
   },
 );
 
-export const LayerStream = fromStruct(struct([['meta', meta], ['events', events], ['state', raw], ['final', bool]]));
-export const LayerStreamResult = fromStruct(struct([['events', events], ['state', raw]]));
+/** LayerStream: v1.6 appended unchangedOK (written only when set): the host reads LayerStreamResult.unchanged. */
+const layerStreamHead = struct([['meta', meta], ['events', events], ['state', raw], ['final', bool]]);
+export const LayerStream = msg(
+  (e, x) => { layerStreamHead.enc(e, x); if (x.unchangedOK) e.bool(true); },
+  (d) => { const o = layerStreamHead.dec(d); o.unchangedOK = d.more() ? d.bool() : false; return o; },
+);
+/** LayerStreamResult: v1.6 appended unchanged — the batch goes on as it came, and events are not sent. */
+export const LayerStreamResult = msg(
+  (e, x) => {
+    events.enc(e, x.unchanged ? [] : x.events); raw.enc(e, x.state);
+    if (x.unchanged) e.bool(true);
+  },
+  (d) => { const o = { events: events.dec(d), state: raw.dec(d) }; o.unchanged = d.more() ? d.bool() : false; return o; },
+);
 
 /** EncodeInput: the whole request (all parts), then the v1.4 extras section. */
 export const EncodeInput = msg(

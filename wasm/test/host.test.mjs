@@ -59,7 +59,7 @@ test('describe: hostcalls is a request-phase layer that reads and writes message
   const { host } = await makeHost();
   assert.deepEqual(await host.describe(), {
     abi: 1, name: 'hostcalls', version: '1.0.0', kind: 'layer',
-    phases: wire.Phase.Request, reads: wire.Part.Messages, writes: wire.Part.Messages,
+    phases: wire.Phase.Request, reads: wire.Part.Messages, writes: wire.Part.Messages, flags: 0,
   });
 });
 
