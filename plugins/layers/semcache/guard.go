@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // The guard. Within one context, a stored answer may serve a new question
@@ -126,48 +127,207 @@ const (
 	wQuestion
 	wUnit
 	wOpposite
+	wJoined    // a key of joined
+	wIsWord    // in isWords
+	wUnstemmed // in unstemmed
+	wFrontable // in frontable
 
 	wSalient = wNegation | wQuestion | wUnit | wOpposite
 )
 
-// lexicon is every word list in one map, so that normalize looks a word up
-// once instead of once per list (inside wasm a lookup costs ~0.1 µs, and a
-// question's words went through nine lists each).
-var lexicon = func() map[string]wordClass {
-	m := map[string]wordClass{}
+// lexEntry is everything the word lists say of one word, so that
+// normalize looks a word up once (inside wasm a Go map lookup — a string
+// hash, a probe, a compare, four calls — costs about half a microsecond,
+// and a question's words went through three to five of them each).
+type lexEntry struct {
+	key   string
+	class wordClass
+	// frames is a framing pronoun's bit; framedBy has the bit of every
+	// pronoun this word frames when it comes just before it ("can" frames
+	// "you" and "i"): framing[w][prev] is frames(w) & framedBy(prev).
+	frames, framedBy uint8
+	syn              string    // synonyms[key]
+	synClass         wordClass // the class of syn
+	joined           [2]string // joined[key]
+}
+
+// lexTable is the word lists as an open-addressing hash table keyed by
+// FNV-1a, looked up with byte loops: no call but the lookup itself.
+type lexTable struct {
+	slots   []uint16   // index into entries; 0 = empty
+	entries []lexEntry // entries[0] is the empty entry
+	mask    uint32
+}
+
+// lexicon is every word list in one table.
+var lexicon = buildLexicon()
+
+func buildLexicon() *lexTable {
+	t := &lexTable{entries: make([]lexEntry, 1, 512), slots: make([]uint16, 2048), mask: 2047}
+	add := func(w string) *lexEntry {
+		h := fnv(w)
+		for {
+			i := t.slots[h&t.mask]
+			if i == 0 {
+				t.entries = append(t.entries, lexEntry{key: w})
+				t.slots[h&t.mask] = uint16(len(t.entries) - 1)
+				return &t.entries[len(t.entries)-1]
+			}
+			if t.entries[i].key == w {
+				return &t.entries[i]
+			}
+			h++
+		}
+	}
 	for _, l := range []struct {
 		words map[string]bool
 		class wordClass
 	}{
 		{fillers, wFiller}, {greetings, wGreeting}, {thanks, wThanks}, {negations, wNegation},
-		{questions, wQuestion}, {units, wUnit}, {opposites, wOpposite},
+		{questions, wQuestion}, {units, wUnit}, {opposites, wOpposite}, {isWords, wIsWord},
+		{unstemmed, wUnstemmed}, {frontable, wFrontable},
 	} {
 		for w := range l.words {
-			m[w] |= l.class
+			add(w).class |= l.class
 		}
 	}
-	for w := range framing {
-		m[w] |= wFraming
+	bit := uint8(1)
+	for w, prevs := range framing {
+		add(w).class |= wFraming
+		add(w).frames = bit
+		for p := range prevs {
+			add(p).framedBy |= bit
+		}
+		bit <<= 1
 	}
-	for w := range synonyms {
-		m[w] |= wSynonym
+	for w, j := range joined {
+		e := add(w)
+		e.class |= wJoined
+		e.joined = [2]string{j[0], j[1]}
 	}
-	return m
-}()
+	for w, s := range synonyms {
+		add(w).class |= wSynonym
+		add(s)
+	}
+	// Every entry exists now (add appends, so pointers are taken last).
+	for i := range t.entries {
+		if e := &t.entries[i]; e.class&wSynonym != 0 {
+			e.syn = synonyms[e.key]
+			e.synClass = t.find(e.syn).class
+		}
+	}
+	if len(t.entries) > len(t.slots)/2 {
+		panic("semcache: lexicon table too full")
+	}
+	return t
+}
+
+// fnv is 32-bit FNV-1a.
+func fnv(w string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(w); i++ {
+		h ^= uint32(w[i])
+		h *= 16777619
+	}
+	return h
+}
+
+// find returns w's entry, or the empty entry (no class) when no list has w.
+func (t *lexTable) find(w string) *lexEntry {
+	h := uint32(2166136261)
+	for i := 0; i < len(w); i++ {
+		h ^= uint32(w[i])
+		h *= 16777619
+	}
+	for {
+		i := t.slots[h&t.mask]
+		e := &t.entries[i]
+		if i == 0 {
+			return e
+		}
+		if k := e.key; len(k) == len(w) {
+			j := 0
+			for j < len(w) && k[j] == w[j] {
+				j++
+			}
+			if j == len(w) {
+				return e
+			}
+		}
+		h++
+	}
+}
 
 // normalize turns a question into its content words, in order.
 //
 // It runs on every request, inside wasm, where each call, map lookup and
 // allocation costs several times its native price: the checks on a word
 // are byte loops for ASCII (falling back to the unicode tables only for
-// other text), a word is looked up once in lexicon, and the word slice is
+// other text), a word is looked up once in lexicon's table, a capitalised
+// ASCII word is lower-cased into a kept buffer, and the word slice is
 // scratch kept from call to call. What it returns is the same as ever
-// (testdata/golden.txt pins it).
-func normalize(text string) []qtoken { return normalizeTo(nil, text) }
+// (testdata/golden.txt pins it; TestNormalizeMatchesReference checks it
+// against the normaliser before the table).
+func normalize(text string) []qtoken {
+	var s normScratch // the result outlives the call: nothing shared
+	return s.normalize(nil, text)
+}
 
 // normalizeTo is normalize into dst's storage when it is large enough; the
-// result starts at dst's first element either way.
+// result starts at dst's first element either way. Its words may point
+// into a buffer the next normalizeTo call overwrites.
 func normalizeTo(dst []qtoken, text string) []qtoken {
+	return reqNorm.normalize(dst, text)
+}
+
+// normScratch is a normaliser's kept buffers: the question's fields and the
+// bytes of the words it lower-cased or stemmed.
+type normScratch struct {
+	fields []string
+	bytes  []byte
+}
+
+// reqNorm is the request phase's normaliser (an instance serves one call
+// at a time).
+var reqNorm normScratch
+
+// maxKeptNormBytes: a larger lower-case buffer is let go after its call.
+const maxKeptNormBytes = 64 << 10
+
+// lower returns s with ASCII capitals lowered, in s's buffer.
+func (s *normScratch) lower(w string) string {
+	at := len(s.bytes)
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		s.bytes = append(s.bytes, c)
+	}
+	return unsafe.String(unsafe.SliceData(s.bytes[at:]), len(w))
+}
+
+// stem is stem(w) for a word whose entry is e, built in s's buffer.
+func (s *normScratch) stem(w string, e *lexEntry) string {
+	if len(w) <= 3 || w[len(w)-1] != 's' || e.class&wUnstemmed != 0 || !isLetters(w) {
+		return w
+	}
+	n := len(w)
+	switch {
+	case n > 4 && w[n-3:] == "ies":
+		at := len(s.bytes)
+		s.bytes = append(s.bytes, w[:n-3]...)
+		s.bytes = append(s.bytes, 'y')
+		return unsafe.String(unsafe.SliceData(s.bytes[at:]), n-2)
+	case n >= 4 && w[n-4:] == "sses":
+		return w[:n-2]
+	case w[n-2] != 's' && w[n-2] != 'u' && w[n-2] != 'i':
+		return w[:n-1]
+	}
+	return w
+}
+
+func (s *normScratch) normalize(dst []qtoken, text string) []qtoken {
 	if !plainASCII(text) {
 		text = strings.Map(func(r rune) rune {
 			switch r {
@@ -179,15 +339,16 @@ func normalizeTo(dst []qtoken, text string) []qtoken {
 			return r
 		}, text)
 	}
-	fields := appendFields(fieldsBuf[:0], text)
+	s.bytes = s.bytes[:0]
+	fields := appendFields(s.fields[:0], text)
 	raw := unfront(fields)
 	out := dst[:0]
 	if cap(out) < len(raw)+1 {
 		out = make([]qtoken, 0, len(raw)+1)
 	}
-	last := ""      // the previous word, fillers included
-	start := true   // capitals at a sentence start say nothing
-	quoted := false // inside "…" or `…`: no word is framing
+	last := &lexicon.entries[0] // the previous word's entry, fillers included
+	start := true               // capitals at a sentence start say nothing
+	quoted := false             // inside "…" or `…`: no word is framing
 	closing := false
 	for i, w := range raw {
 		opens := len(w) > 0 && w[0] == '"'
@@ -212,23 +373,38 @@ func normalizeTo(dst []qtoken, text string) []qtoken {
 		}
 		salient := f.digit || f.symbol || core[0] == '-' || f.ticker || (!start && f.upper)
 		lower := core
-		if f.upper || !ascii {
+		switch {
+		case !ascii:
 			lower = strings.ToLower(core)
+		case f.upper:
+			lower = s.lower(core)
 		}
-		ws, n := expandContraction(lower)
+		e := lexicon.find(lower)
+		ws, n, split := [2]string{lower}, 1, false
+		switch {
+		case e.class&wJoined != 0:
+			ws, n, split = e.joined, 2, true
+		case hasApostrophe(lower):
+			ws, n = expandApostrophe(lower)
+			split = true
+		}
 		for _, lw := range ws[:n] {
+			if split {
+				e = lexicon.find(lw)
+			}
 			prev := last
-			last = lw
-			c := lexicon[lw]
-			if !literal && (c&wFiller != 0 || c&wFraming != 0 && framing[lw][prev] || (len(out) == 0 && c&wGreeting != 0)) {
+			last = e
+			c := e.class
+			if !literal && (c&wFiller != 0 || e.frames&prev.framedBy != 0 || (len(out) == 0 && c&wGreeting != 0)) {
 				continue
 			}
-			if st := stem(lw); st != lw {
-				lw, c = st, lexicon[st]
+			se := e
+			if st := s.stem(lw, e); len(st) != len(lw) { // stems are shorter
+				se = lexicon.find(st)
+				lw, c = st, se.class
 			}
 			if c&wSynonym != 0 {
-				lw = synonyms[lw]
-				c = lexicon[lw]
+				lw, c = se.syn, se.synClass
 			}
 			out = append(out, qtoken{lw, literal || salient || c&wSalient != 0})
 			closing = closing || !literal && c&wThanks != 0
@@ -241,7 +417,7 @@ func normalizeTo(dst []qtoken, text string) []qtoken {
 		}
 	}
 	// A closing "thanks" goes too.
-	for closing && len(out) > 1 && thanks[out[len(out)-1].w] {
+	for closing && len(out) > 1 && lexicon.find(out[len(out)-1].w).class&wThanks != 0 {
 		out = out[:len(out)-1]
 	}
 	out = canonical(out)
@@ -260,7 +436,10 @@ func normalizeTo(dst []qtoken, text string) []qtoken {
 		}
 	}
 	clear(fields) // no reference into this request is kept
-	fieldsBuf = fields[:0]
+	s.fields = fields[:0]
+	if cap(s.bytes) > maxKeptNormBytes {
+		s.bytes = nil
+	}
 	return out
 }
 
@@ -299,10 +478,6 @@ func asciiFacts(s string) (f wordFacts, ok bool) {
 func unicodeFacts(s string) wordFacts {
 	return wordFacts{alnum: hasAlnum(s), digit: hasDigit(s), symbol: hasSymbol(s), upper: hasUpper(s), ticker: isTicker(s)}
 }
-
-// fieldsBuf is normalize's scratch for the question's fields (an instance
-// serves one call at a time).
-var fieldsBuf []string
 
 // plainASCII reports text of ASCII only, without backticks: what
 // normalize's quote mapping leaves as it is (it rewrites backticks and
@@ -352,11 +527,32 @@ func asciiSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
 }
 
+// Punctuation classes of a byte, for the word checks below (inside wasm a
+// strings.IndexByte is two calls; a table read is none).
+const (
+	pLead  = 1 << iota // `"('`: trimmed from a word's front
+	pTrail             // `".,!?;:')`: trimmed from a word's end
+	pClose             // ".,!?;:)": may follow a closing quote
+)
+
+var punct = func() (t [256]uint8) {
+	for _, c := range []byte(`"('`) {
+		t[c] |= pLead
+	}
+	for _, c := range []byte(`".,!?;:')`) {
+		t[c] |= pTrail
+	}
+	for _, c := range []byte(".,!?;:)") {
+		t[c] |= pClose
+	}
+	return t
+}()
+
 // closesQuote: w ends in a double quote before any trailing
 // ".,!?;:)" (strings.TrimRight(w, ".,!?;:)") ends in '"').
 func closesQuote(w string) bool {
 	j := len(w)
-	for j > 0 && strings.IndexByte(".,!?;:)", w[j-1]) >= 0 {
+	for j > 0 && punct[w[j-1]]&pClose != 0 {
 		j--
 	}
 	return j > 0 && w[j-1] == '"'
@@ -366,7 +562,7 @@ func closesQuote(w string) bool {
 // (strings.Trim(w, `".,!?;:)`) is empty).
 func onlyQuoteTrail(w string) bool {
 	for i := 0; i < len(w); i++ {
-		if strings.IndexByte(`".,!?;:)`, w[i]) < 0 {
+		if c := w[i]; c != '"' && punct[c]&pClose == 0 {
 			return false
 		}
 	}
@@ -422,7 +618,7 @@ func unfront(ws []string) []string {
 func isFrontable(w string) bool {
 	var b [8]byte
 	if len(w) > len(b) || !isASCII(w) {
-		return frontable[strings.ToLower(w)]
+		return lexicon.find(strings.ToLower(w)).class&wFrontable != 0
 	}
 	for i := 0; i < len(w); i++ {
 		c := w[i]
@@ -431,23 +627,30 @@ func isFrontable(w string) bool {
 		}
 		b[i] = c
 	}
-	return frontable[string(b[:len(w)])]
+	return lexicon.find(unsafe.String(&b[0], len(w))).class&wFrontable != 0
 }
 
 // trimToken strips the quotes and sentence punctuation around a word, but
 // never a symbol that is all there is of it ("$?" stays "$?"; only double
 // quotes, which backticks became, go from around it).
 func trimToken(w string) string {
-	if len(w) > 0 && strings.IndexByte(`"('`, w[0]) < 0 && strings.IndexByte(`".,!?;:')`, w[len(w)-1]) < 0 {
+	if len(w) > 0 && punct[w[0]]&pLead == 0 && punct[w[len(w)-1]]&pTrail == 0 {
 		return w // nothing to strip: most words
 	}
-	if t := strings.Trim(w, `"`); t != "" {
-		w = t
+	i, j := 0, len(w) // strings.Trim(w, `"`), unless that leaves nothing
+	for i < j && w[i] == '"' {
+		i++
 	}
-	for len(w) > 1 && strings.IndexByte(`("'`, w[0]) >= 0 && hasAlnum(w[1:]) {
+	for j > i && w[j-1] == '"' {
+		j--
+	}
+	if i < j {
+		w = w[i:j]
+	}
+	for len(w) > 1 && punct[w[0]]&pLead != 0 && hasAlnum(w[1:]) {
 		w = w[1:]
 	}
-	for len(w) > 1 && strings.IndexByte(`.,!?;:"')`, w[len(w)-1]) >= 0 && hasAlnum(w[:len(w)-1]) {
+	for len(w) > 1 && punct[w[len(w)-1]]&pTrail != 0 && hasAlnum(w[:len(w)-1]) {
 		w = w[:len(w)-1]
 	}
 	return w
@@ -472,18 +675,29 @@ func prose(w string, last bool) bool {
 }
 
 // expandContraction splits "doesn't", "what's", "whats", "cannot" into
-// their words (the first n of ws); a possessive "'s" is dropped. It runs on
-// every word of every question, so it allocates nothing: a map literal of
-// the suffixes here cost more than the rest of normalize inside wasm.
+// their words (the first n of ws); a possessive "'s" is dropped.
 func expandContraction(w string) (ws [2]string, n int) {
-	// Every joined form ends in "t" or "s"; every other form has an
-	// apostrophe.
-	if last := w[len(w)-1]; last != 't' && last != 's' && strings.IndexByte(w, '\'') < 0 {
-		return [2]string{w}, 1
+	if e := lexicon.find(w); e.class&wJoined != 0 {
+		return e.joined, 2
 	}
-	if j, ok := joined[w]; ok {
-		return [2]string{j[0], j[1]}, 2
+	if hasApostrophe(w) {
+		return expandApostrophe(w)
 	}
+	return [2]string{w}, 1
+}
+
+func hasApostrophe(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if w[i] == '\'' {
+			return true
+		}
+	}
+	return false
+}
+
+// expandApostrophe is expandContraction for a word with an apostrophe
+// (no joined form has one).
+func expandApostrophe(w string) (ws [2]string, n int) {
 	if base, ok := strings.CutSuffix(w, "n't"); ok {
 		switch base {
 		case "ca":
@@ -498,7 +712,7 @@ func expandContraction(w string) (ws [2]string, n int) {
 	// No word ends in two of these, so their order does not matter.
 	for _, c := range contractions {
 		if base, ok := strings.CutSuffix(w, c.suffix); ok && base != "" {
-			if c.suffix == "'s" && !isWords[base] {
+			if c.suffix == "'s" && lexicon.find(base).class&wIsWord == 0 {
 				return [2]string{base}, 1
 			}
 			return [2]string{base, c.full}, 2
@@ -516,23 +730,6 @@ var contractions = [...]struct{ suffix, full string }{
 var unstemmed = set("news", "series", "species", "physics", "mathematics", "politics", "economics", "always",
 	"perhaps", "minus", "plus", "yes", "this", "has", "was", "does", "its", "his", "hers", "ours", "yours",
 	"theirs", "whereas", "towards", "besides", "sometimes", "windows", "aws", "kubernetes", "less", "unless")
-
-// stem removes a plural or third-person "s" from a plain word.
-func stem(w string) string {
-	if len(w) <= 3 || w[len(w)-1] != 's' || !isLetters(w) || unstemmed[w] {
-		return w
-	}
-	switch {
-	case strings.HasSuffix(w, "ies") && len(w) > 4:
-		return w[:len(w)-3] + "y"
-	case strings.HasSuffix(w, "sses"):
-		return w[:len(w)-2]
-	case strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us") &&
-		!strings.HasSuffix(w, "is"):
-		return w[:len(w)-1]
-	}
-	return w
-}
 
 // sameQuestion is the strict guard: the same content words in the same
 // order.
