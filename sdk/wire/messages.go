@@ -133,44 +133,10 @@ func (d *Decoder) optError() *Error {
 func (e *Encoder) requestParts(r *Request, parts Part) {
 	e.Uint(uint64(parts))
 	e.Bool(r.Stream)
-	if parts&PartModel != 0 {
-		e.String(r.Model)
-	}
-	if parts&PartSystem != 0 {
-		e.blocks(r.System)
-	}
-	if parts&PartMessages != 0 {
-		e.Uint(uint64(len(r.Messages)))
-		for i := range r.Messages {
-			m := &r.Messages[i]
-			e.String(m.Role)
-			e.String(m.Name)
-			e.blocks(m.Content)
+	for bit := PartModel; bit <= PartExtra; bit <<= 1 {
+		if parts&bit != 0 {
+			e.part(r, bit) // parts.go
 		}
-	}
-	if parts&PartTools != 0 {
-		e.Uint(uint64(len(r.Tools)))
-		for i := range r.Tools {
-			t := &r.Tools[i]
-			e.String(t.Name)
-			e.String(t.Description)
-			e.Raw(t.Schema)
-			e.Raw(t.CacheControl)
-		}
-		e.Raw(r.ToolChoice)
-	}
-	if parts&PartParams != 0 {
-		p := &r.Params
-		e.Uint(uint64(p.Set))
-		e.Int(p.MaxTokens)
-		e.Float(p.Temperature)
-		e.Float(p.TopP)
-		e.Int(p.TopK)
-		e.Int(p.Seed)
-		e.Strings(p.Stop)
-	}
-	if parts&PartExtra != 0 {
-		e.Raw(r.Extra)
 	}
 }
 
