@@ -69,7 +69,9 @@ type config struct {
 	shared        bool
 	ttl           time.Duration
 	ttlStatic     time.Duration // 0: every entry gets ttl
-	markers       [][]byte      // lower case
+	ttlMs         string        // ttl and ttlStatic in milliseconds, as the TTL annotation's value
+	ttlStaticMs   string
+	markers       [][]byte // lower case
 	minTokens     int64
 	pace          string // replay_pace_ms as the annotation's value, "" for none
 	maxEntryBytes int
@@ -150,7 +152,8 @@ func warmUp() {
 		Extra:  []byte(`{"a":1}`),
 	}
 	sum := plugin.SHA256(keys.build(&req))
-	_ = hex.EncodeToString(sum[:])
+	_ = storeKeyOf(&sum)
+	pieces.reset() // the warm-up's pieces are no tenant's
 }
 
 func parseConfig(rc *rawConfig) (c config, n *normalizer, ignore []string, err error) {
@@ -183,6 +186,8 @@ func parseConfig(rc *rawConfig) (c config, n *normalizer, ignore []string, err e
 	if c.ttlStatic, err = dur("ttl_static", rc.TTLStatic, ""); err != nil {
 		return
 	}
+	c.ttlMs = strconv.FormatInt(c.ttl.Milliseconds(), 10)
+	c.ttlStaticMs = strconv.FormatInt(c.ttlStatic.Milliseconds(), 10)
 	if c.staleIfError, err = dur("stale_if_error", rc.StaleIfError, "1h"); err != nil {
 		return
 	}
@@ -255,21 +260,35 @@ func kvDelete(key string) {
 	}
 }
 
+// storePrefix starts the kv key of an entry.
+const storePrefix = "r:"
+
 // storeKey is the kv key of a hex cache key.
-func storeKey(hexKey string) string { return "r:" + hexKey }
+func storeKey(hexKey string) string { return storePrefix + hexKey }
+
+// storeKeyOf is the kv key of a cache key, built in one allocation.
+func storeKeyOf(sum *[32]byte) string {
+	var b [len(storePrefix) + 64]byte
+	copy(b[:], storePrefix)
+	hex.Encode(b[len(storePrefix):], sum[:])
+	return string(b[:])
+}
 
 func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	keys.tenant = req.Meta.Tenant
 	canon := keys.build(&req.Request)
 	sum := plugin.SHA256(canon)
-	hexKey := hex.EncodeToString(sum[:])
+	// The kv key, the key annotation and its header are one string (inside
+	// wasm each allocation costs about a microsecond).
+	skey := storeKeyOf(&sum)
+	hexKey := skey[len(storePrefix):]
 	res.Headers = append(res.Headers, wire.KV{Key: HeaderKey, Value: hexKey[:16]})
 
-	ttl := cfg.ttl
+	ttl, ttlMs := cfg.ttl, cfg.ttlMs
 	if cfg.ttlStatic > 0 && !hasMarker(canon[keys.msgStart:keys.msgEnd], cfg.markers) {
-		ttl = cfg.ttlStatic
+		ttl, ttlMs = cfg.ttlStatic, cfg.ttlStaticMs
 	}
-	if v, ok := kvGet(storeKey(hexKey)); ok {
+	if v, ok := kvGet(skey); ok {
 		resp, storedMs, err := respcache.DecodeEntry(v)
 		// An entry past its TTL is kept only for the fallback phase
 		// (stale_if_error): here it is a miss, and the answer that
@@ -285,7 +304,7 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 		}
 		if err != nil {
 			// An entry this version cannot read: drop it and treat as a miss.
-			kvDelete(storeKey(hexKey))
+			kvDelete(skey)
 			plugin.CounterAdd(metricErrors, 1)
 		}
 	}
@@ -293,7 +312,7 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	res.Headers = append(res.Headers, wire.KV{Key: HeaderCache, Value: "miss"})
 	res.Annotations = append(res.Annotations,
 		wire.KV{Key: AnnotationKey, Value: hexKey},
-		wire.KV{Key: AnnotationTTL, Value: strconv.FormatInt(ttl.Milliseconds(), 10)})
+		wire.KV{Key: AnnotationTTL, Value: ttlMs})
 	plugin.CounterAdd(metricMisses, 1)
 	return nil
 }

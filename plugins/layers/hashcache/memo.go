@@ -1,38 +1,283 @@
 package main
 
-import "github.com/bardoinference/bardo/sdk/memo"
+import (
+	"strings"
+	"unsafe"
 
-// Normalizing every byte of an agent's resent context inside wasm was most
-// of this layer's request phase (~0.3 ms on an 85 KB Claude Code request).
-// The normalized form of a text depends on the text alone (and the
-// configuration, fixed for an instance's life), so for a long text it is
-// remembered (sdk/memo: per instance, per tenant, keyed by the host's
-// SHA-256): the canonical string, and so the key, is byte for byte what
-// normalizing would build.
-
-const (
-	// memoMinLen: shorter texts are normalized, not hashed; a host call and
-	// a map lookup cost about as much as normalizing a few hundred bytes.
-	memoMinLen = 512
-	// memoMaxBytes bounds the normalized bytes held; when full the memo
-	// starts over.
-	memoMaxBytes = 4 << 20
+	"github.com/bardoinference/bardo/sdk/wire"
 )
 
-var memoized = memo.Table[[]byte]{Max: memoMaxBytes}
+// An agent resends its system prompt, tools and whole conversation on every
+// turn; of each request only the last turn or two are new. Normalizing every
+// byte inside wasm was most of this layer's request phase, and so, once
+// long texts were memoised by their SHA-256, was the host call hashing each
+// of them. The canonical bytes of a system block, of the tool definitions
+// and of each message depend only on what they were built from (and the
+// configuration, fixed for an instance's life), so they are remembered by
+// that input, compared byte for byte: a piece is reused only when its input
+// is identical, whatever the hash says, and the canonical string — and so
+// the key — is byte for byte what normalizing builds.
+//
+// The memo is per instance and partitioned by tenant (the tenant is part of
+// every input), so how long a request takes cannot tell one tenant whether
+// another sent a text.
 
-// text appends s normalized to the canonical string.
-func (k *keyBuilder) text(s string) {
-	if len(s) < memoMinLen {
-		k.buf = k.n.text(k.buf, s)
+// memoMaxBytes bounds the memo's inputs, canonical bytes and tool calls
+// held; when full it starts over.
+const memoMaxBytes = 4 << 20
+
+// memoMinMessage is the size (its blocks' text and data) from which a
+// message is looked up: a shorter one costs less to normalize than its
+// lookup does, inside wasm.
+const memoMinMessage = 256
+
+// Kinds of remembered pieces; the first byte of an input.
+const (
+	pieceSystem  = 'S' // one system block
+	pieceTools   = 'T' // every tool definition, in the order given
+	pieceMessage = 'M' // one message, with the calls its tool results answer
+)
+
+// piece is what a memo entry holds: the exact input (tenant included),
+// the canonical bytes built from it, and the tool calls a message made,
+// which later tool results are named by.
+type piece struct {
+	in    []byte
+	canon []byte
+	calls []pieceCall
+}
+
+type pieceCall struct {
+	id, name string
+	in       []byte // its normalized input
+}
+
+// pieceMemo maps a hash of an input to its piece; a lookup compares the
+// whole input, so two inputs with the same hash are a miss, never a wrong
+// piece.
+type pieceMemo struct {
+	m     map[uint64]*piece
+	bytes int
+	hits  int // tests read it
+}
+
+func (p *pieceMemo) get(h uint64, in []byte) *piece {
+	e := p.m[h]
+	if e == nil || !equalBytes(e.in, in) {
+		return nil
+	}
+	p.hits++
+	return e
+}
+
+func (p *pieceMemo) put(h uint64, e *piece) {
+	cost := len(e.in) + len(e.canon) + 64
+	for _, c := range e.calls {
+		cost += len(c.id) + len(c.name) + len(c.in) + 32
+	}
+	if p.m == nil || p.bytes+cost > memoMaxBytes {
+		p.reset()
+	}
+	p.m[h] = e
+	p.bytes += cost
+}
+
+func (p *pieceMemo) reset() {
+	if p.m == nil {
+		p.m = map[uint64]*piece{}
+	} else {
+		clear(p.m)
+	}
+	p.bytes = 0
+}
+
+var pieces pieceMemo
+
+// hashBytes hashes b's length and a sample of its bytes (the first and last
+// 32, and eight words between): it only spreads the map, since a lookup
+// compares the whole input, and hashing every byte inside wasm cost as much
+// as the comparison.
+func hashBytes(b []byte) uint64 {
+	n := len(b)
+	h := uint64(n) * 0x9e3779b97f4a7c15
+	if n < 64 {
+		for i := 0; i < n; i++ {
+			h = (h ^ uint64(b[i])) * 0x100000001b3
+		}
+		return h ^ h>>29
+	}
+	p := unsafe.Pointer(unsafe.SliceData(b))
+	word := func(i int) uint64 { return *(*uint64)(unsafe.Add(p, i)) }
+	mix := func(h, w uint64) uint64 {
+		h = (h ^ w) * 0xff51afd7ed558ccd
+		return h ^ h>>32
+	}
+	for i := 0; i < 32; i += 8 {
+		h = mix(h, word(i))
+		h = mix(h, word(n-8-i))
+	}
+	step := (n - 8) / 9
+	for i := 1; i <= 8; i++ {
+		h = mix(h, word(i*step))
+	}
+	return h ^ h>>29
+}
+
+// equalBytes is bytes.Equal eight bytes a step (see hashBytes).
+func equalBytes(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	pa, pb := unsafe.Pointer(unsafe.SliceData(a)), unsafe.Pointer(unsafe.SliceData(b))
+	i := 0
+	for ; i+8 <= len(a); i += 8 {
+		if *(*uint64)(unsafe.Add(pa, i)) != *(*uint64)(unsafe.Add(pb, i)) {
+			return false
+		}
+	}
+	for ; i < len(a); i++ {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// appendStr appends s length-prefixed (uvarint), so concatenated fields
+// cannot be mistaken for other fields.
+func appendStr(b []byte, s string) []byte {
+	n := uint64(len(s))
+	for n >= 0x80 {
+		b = append(b, byte(n)|0x80)
+		n >>= 7
+	}
+	b = append(b, byte(n))
+	return append(b, s...)
+}
+
+// startInput starts the input of a piece of kind in k.in.
+func (k *keyBuilder) startInput(kind byte) {
+	k.in = append(k.in[:0], kind)
+	k.in = appendStr(k.in, k.tenant)
+}
+
+// inputBlock appends every field of b the canonical bytes may depend on.
+func (k *keyBuilder) inputBlock(b *wire.Block) {
+	in := append(k.in, byte(b.Type))
+	if b.IsError {
+		in = append(in, 1)
+	} else {
+		in = append(in, 0)
+	}
+	in = appendStr(in, b.ID)
+	in = appendStr(in, b.Name)
+	in = appendStr(in, b.Text)
+	in = appendStr(in, bstr(b.Data))
+	k.in = appendStr(in, bstr(b.Extra))
+}
+
+// systemBlock appends a system block's canonical bytes, from the memo when
+// it was built before. Tool blocks (not expected in a system prompt) take
+// the plain path: they read and write the conversation's calls.
+func (k *keyBuilder) systemBlock(b *wire.Block) {
+	if b.Type == wire.BlockToolUse || b.Type == wire.BlockToolResult {
+		k.block(b)
 		return
 	}
-	key := memo.KeyOf(k.tenant, "", s)
-	if v, ok := memoized.Get(key); ok {
-		k.buf = append(k.buf, v...)
+	k.startInput(pieceSystem)
+	k.inputBlock(b)
+	h := hashBytes(k.in)
+	if e := pieces.get(h, k.in); e != nil {
+		k.buf = append(k.buf, e.canon...)
 		return
 	}
 	at := len(k.buf)
-	k.buf = k.n.text(k.buf, s)
-	memoized.Put(key, append([]byte(nil), k.buf[at:]...), len(k.buf)-at)
+	k.block(b)
+	k.remember(h, at, len(k.calls))
 }
+
+// toolsSection appends the tool definitions' canonical bytes (see tools),
+// from the memo when the same definitions came before in the same order.
+func (k *keyBuilder) toolsSection(ts []wire.Tool) {
+	if len(ts) == 0 {
+		return
+	}
+	k.startInput(pieceTools)
+	for i := range ts {
+		t := &ts[i]
+		k.in = appendStr(k.in, t.Name)
+		k.in = appendStr(k.in, t.Description)
+		k.in = appendStr(k.in, bstr(t.Schema))
+		k.in = appendStr(k.in, bstr(t.Extra))
+	}
+	h := hashBytes(k.in)
+	if e := pieces.get(h, k.in); e != nil {
+		k.buf = append(k.buf, e.canon...)
+		return
+	}
+	at := len(k.buf)
+	k.tools(ts)
+	k.remember(h, at, len(k.calls))
+}
+
+// message appends a message's canonical bytes, from the memo when the same
+// message came before with its tool results answering the same calls (a
+// result is named by the call it answers, from an earlier message).
+func (k *keyBuilder) message(m *wire.Message) {
+	size := 0
+	for i := range m.Content {
+		size += len(m.Content[i].Text) + len(m.Content[i].Data)
+	}
+	if size < memoMinMessage {
+		k.plainMessage(m)
+		return
+	}
+	k.startInput(pieceMessage)
+	k.in = appendStr(k.in, m.Role)
+	k.in = appendStr(k.in, m.Name)
+	k.in = appendStr(k.in, bstr(m.Extra))
+	for i := range m.Content {
+		b := &m.Content[i]
+		k.inputBlock(b)
+		if b.Type == wire.BlockToolResult {
+			if c := k.callOf(b.ID); c >= 0 {
+				k.in = append(k.in, 1)
+				k.in = appendStr(k.in, k.calls[c].name)
+				k.in = appendStr(k.in, bstr(k.arena[k.calls[c].in[0]:k.calls[c].in[1]]))
+			} else {
+				k.in = append(k.in, 0)
+			}
+		}
+	}
+	h := hashBytes(k.in)
+	if e := pieces.get(h, k.in); e != nil {
+		k.buf = append(k.buf, e.canon...)
+		for _, c := range e.calls {
+			a := len(k.arena)
+			k.arena = append(k.arena, c.in...)
+			k.calls = append(k.calls, call{id: c.id, name: c.name, in: [2]int{a, len(k.arena)}})
+		}
+		return
+	}
+	at, calls := len(k.buf), len(k.calls)
+	k.plainMessage(m)
+	k.remember(h, at, calls)
+}
+
+// remember stores the canonical bytes written since at, and the calls made
+// since calls, under the input in k.in (copied: the input and the
+// request's strings are the call's).
+func (k *keyBuilder) remember(h uint64, at, calls int) {
+	// One allocation for the input and the canonical bytes.
+	b := make([]byte, 0, len(k.in)+len(k.buf)-at)
+	b = append(append(b, k.in...), k.buf[at:]...)
+	e := &piece{in: b[:len(k.in)], canon: b[len(k.in):]}
+	for _, c := range k.calls[calls:] {
+		e.calls = append(e.calls, pieceCall{id: strings.Clone(c.id), name: strings.Clone(c.name),
+			in: append([]byte(nil), k.arena[c.in[0]:c.in[1]]...)})
+	}
+	pieces.put(h, e)
+}
+
+// text appends s normalized to the canonical string.
+func (k *keyBuilder) text(s string) { k.buf = k.n.text(k.buf, s) }

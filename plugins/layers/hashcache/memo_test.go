@@ -10,7 +10,7 @@ import (
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
-// TestMemoSameKey: a request whose long texts were normalized before (the
+// TestMemoSameKey: a request whose pieces were normalized before (the
 // agent's next turn) gets, from the memo, the canonical string normalizing
 // builds — timestamps, UUIDs, ephemeral fields and whitespace handled the
 // same — and another tenant's turn is normalized afresh.
@@ -30,11 +30,11 @@ func TestMemoSameKey(t *testing.T) {
 		Tools: []wire.Tool{{Name: "read", Description: filler + "!", Schema: []byte(`{"type":"object","description":"` + filler + `"}`)}},
 	}
 	build := func(tenant string) (string, int) {
-		hits := memoized.Hits
+		hits := pieces.hits
 		keys.tenant = tenant
-		return string(keys.build(&req)), memoized.Hits - hits
+		return string(keys.build(&req)), pieces.hits - hits
 	}
-	memoized.Reset()
+	pieces.reset()
 	fresh, hits := build("t1")
 	if hits != 0 {
 		t.Fatalf("first build: %d memo hits", hits)
@@ -43,13 +43,104 @@ func TestMemoSameKey(t *testing.T) {
 		t.Fatalf("not normalized: %q", fresh)
 	}
 	again, hits := build("t1")
-	if hits != 6 {
-		t.Fatalf("next turn: %d memo hits, want the 6 long texts", hits)
+	if hits != 5 {
+		t.Fatalf("next turn: %d memo hits, want 5: the system block, the 3 long messages, the tools", hits)
 	}
 	if again != fresh {
 		t.Fatalf("from the memo:\n%q\nwant\n%q", again, fresh)
 	}
 	if other, hits := build("t2"); hits != 0 || other != fresh {
 		t.Fatalf("another tenant: %d memo hits, same string %v", hits, other == fresh)
+	}
+}
+
+// Whatever the memo holds, the canonical string is the one normalizing
+// builds: a message is reused only with its tool results answering the same
+// calls, tools only in the same order, and nothing across tenants.
+func TestMemoMatchesFresh(t *testing.T) {
+	plugintest.New(t, `{}`)
+	var reqs []wire.Request
+	for _, v := range []struct {
+		ids          [2]string
+		stamp, order string
+	}{
+		{[2]string{"call_1", "call_2"}, "2025-06-01T12:00:00Z", ""},
+		{[2]string{"toolu_X", "toolu_Y"}, "2025-06-02T08:30:12.5Z", "reversed"},
+		{[2]string{"call_2", "call_1"}, "2025-06-01T12:00:00Z", ""},
+	} {
+		reqs = append(reqs, toolConversation(v.ids, v.stamp, v.order))
+	}
+	// The same result message answering a call with other input, or no call.
+	r := toolConversation([2]string{"call_1", "call_2"}, "2025-06-01T12:00:00Z", "")
+	r.Messages[1].Content[0].Data = []byte(`{"asset":"BTC"}`)
+	reqs = append(reqs, r)
+	r = toolConversation([2]string{"call_1", "call_2"}, "2025-06-01T12:00:00Z", "")
+	r.Messages[1].Content[0].Name = "get_balance"
+	reqs = append(reqs, r)
+	r = toolConversation([2]string{"call_1", "call_2"}, "2025-06-01T12:00:00Z", "")
+	r.Messages[1].Content[0].ID = "call_9"
+	reqs = append(reqs, r)
+	r = baseRequest()
+	r.Tools[0], r.Tools[1] = r.Tools[1], r.Tools[0]
+	reqs = append(reqs, r)
+	r = baseRequest()
+	r.Tools[1].Extra = []byte(`{"strict":true}`)
+	reqs = append(reqs, r)
+	r = baseRequest()
+	r.System = append(r.System, text("Second block."), wire.Block{Type: wire.BlockImage, Data: []byte(`{"type":"url","url":"x"}`)})
+	reqs = append(reqs, r)
+	r = baseRequest()
+	r.Messages[0].Content[0].IsError = true
+	reqs = append(reqs, r)
+
+	// Long enough to be looked up (memoMinMessage): the calls, their
+	// results and the question.
+	pad := strings.Repeat("and so on ", 30)
+	for i := range reqs {
+		for j := range reqs[i].Messages {
+			for b := range reqs[i].Messages[j].Content {
+				blk := &reqs[i].Messages[j].Content[b]
+				switch blk.Type {
+				case wire.BlockToolUse:
+					blk.Data = append(append([]byte(nil), blk.Data[:len(blk.Data)-1]...), `,"note":"`+pad+`"}`...)
+				default:
+					blk.Text += pad
+				}
+			}
+		}
+	}
+	fresh := make([]string, len(reqs))
+	for i := range reqs {
+		pieces.reset()
+		keys.tenant = "t"
+		fresh[i] = string(keys.build(&reqs[i]))
+	}
+	pieces.reset()
+	for round := range 3 {
+		for j := range reqs {
+			i := (j*7 + round) % len(reqs)
+			for _, tenant := range []string{"t", "u"} {
+				keys.tenant = tenant
+				if got := string(keys.build(&reqs[i])); got != fresh[i] {
+					t.Fatalf("round %d, request %d, tenant %s: from the memo\n%q\nwant\n%q", round, i, tenant, got, fresh[i])
+				}
+			}
+		}
+	}
+	if pieces.hits == 0 {
+		t.Fatal("the memo was never used")
+	}
+}
+
+// Two inputs under one hash: the lookup compares the input, so the other
+// is a miss, never the first one's piece.
+func TestMemoCollisionIsAMiss(t *testing.T) {
+	var p pieceMemo
+	p.put(42, &piece{in: []byte("Mone"), canon: []byte("1")})
+	if p.get(42, []byte("Mtwo")) != nil {
+		t.Fatal("another input under the same hash got its piece")
+	}
+	if e := p.get(42, []byte("Mone")); e == nil || string(e.canon) != "1" {
+		t.Fatal("the input itself missed")
 	}
 }

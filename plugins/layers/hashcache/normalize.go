@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/hex"
+	"math"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -29,7 +30,7 @@ const (
 
 // keyVersion starts the canonical string; change it whenever the canonical
 // form changes, so old entries stop matching instead of matching wrongly.
-const keyVersion = "hashcache/2"
+const keyVersion = "hashcache/3"
 
 // smallRaw is the size up to which opaque payloads (images, documents,
 // unknown blocks) are hashed inline; larger ones are replaced by their own
@@ -162,9 +163,12 @@ func eqMask(x, c uint64) uint64 {
 
 // next returns the index of the first byte at or after i that needs a
 // decision: a control character (whitespace other than a lone space
-// included), a space followed by a space, a '-' (a timestamp or UUID may
-// end there) or a '"' (an ephemeral field may start there) when those rules
-// are on; len(s) when there is none.
+// included), a space followed by a space, a '-' after a hex digit (a
+// timestamp or UUID may end there) or a '"' before the first byte of an
+// ephemeral field's name (one may start there) when those rules are on;
+// len(s) when there is none. Any other '-' or '"' is ordinary text: it
+// stays in the run, since returning to text for it costs, inside wasm,
+// more than the scan (a JSON tool result is mostly quotes).
 func (n *normalizer) next(s string, i int) int {
 	p := unsafe.Pointer(unsafe.StringData(s))
 	dashes, quotes := n.stop['-'], n.stop['"']
@@ -179,8 +183,12 @@ func (n *normalizer) next(s string, i int) int {
 		if quotes {
 			m |= eqMask(x, '"'*ones)
 		}
-		if m != 0 {
-			return i + bits.TrailingZeros64(m)>>3
+		for m != 0 {
+			j := i + bits.TrailingZeros64(m)>>3
+			if n.decides(s, j) {
+				return j
+			}
+			m &= m - 1
 		}
 		if sp>>63 != 0 {
 			i += 7 // the last byte is a space: see whether the next one is
@@ -190,11 +198,27 @@ func (n *normalizer) next(s string, i int) int {
 	}
 	for ; i < len(s); i++ {
 		c := s[i]
-		if c < ' ' || (c == '-' && dashes) || (c == '"' && quotes) || (c == ' ' && i+1 < len(s) && s[i+1] == ' ') {
+		if c < ' ' || (c == ' ' && i+1 < len(s) && s[i+1] == ' ') ||
+			(c == '-' && dashes || c == '"' && quotes) && n.decides(s, i) {
 			return i
 		}
 	}
 	return i
+}
+
+// decides reports whether the byte at s[j], a control character, a space
+// before a space, a '-' or a '"' the rules look at, needs text's decision:
+// a '-' only after a hex digit (the end of a timestamp's year or a UUID's
+// first group: dash finds nothing otherwise), a '"' only before the first
+// byte of an ephemeral field's name (field finds nothing otherwise).
+func (n *normalizer) decides(s string, j int) bool {
+	switch s[j] {
+	case '-':
+		return j > 0 && isHex[s[j-1]]
+	case '"':
+		return j+1 < len(s) && n.fieldFirst[s[j+1]]
+	}
+	return true
 }
 
 // trimSpace drops a trailing space written by text (after base) and reports
@@ -381,6 +405,7 @@ type keyBuilder struct {
 	arena   []byte   // normalized tool_use inputs
 	segs    [][2]int // scratch: block segments of a run being sorted
 	scratch []byte
+	in      []byte   // the input of the piece being looked up (memo.go)
 	ignore  []string // extra members left out of the key
 	tenant  string   // the request's tenant: the memo's partition (memo.go)
 
@@ -397,26 +422,18 @@ func (k *keyBuilder) build(req *wire.Request) []byte {
 	k.buf = append(k.buf, sepSection, 'S')
 	for i := range req.System {
 		k.buf = append(k.buf, sepBlock)
-		k.block(&req.System[i])
+		k.systemBlock(&req.System[i])
 	}
 
 	k.buf = append(k.buf, sepSection, 'M')
 	k.msgStart = len(k.buf)
 	for i := range req.Messages {
-		m := &req.Messages[i]
-		k.buf = append(k.buf, sepMessage)
-		k.text(m.Role)
-		if m.Name != "" {
-			k.buf = append(k.buf, sepField, 'n')
-			k.text(m.Name)
-		}
-		k.blocks(m.Content)
-		k.nested(m.Extra)
+		k.message(&req.Messages[i])
 	}
 	k.msgEnd = len(k.buf)
 
 	k.buf = append(k.buf, sepSection, 'T')
-	k.tools(req.Tools)
+	k.toolsSection(req.Tools)
 	k.buf = append(k.buf, sepField)
 	k.text(bstr(req.ToolChoice))
 
@@ -438,6 +455,28 @@ func (k *keyBuilder) build(req *wire.Request) []byte {
 		})
 	}
 	return k.buf
+}
+
+// plainMessage appends a message's canonical bytes, normalizing it.
+func (k *keyBuilder) plainMessage(m *wire.Message) {
+	k.buf = append(k.buf, sepMessage)
+	k.text(m.Role)
+	if m.Name != "" {
+		k.buf = append(k.buf, sepField, 'n')
+		k.text(m.Name)
+	}
+	k.blocks(m.Content)
+	k.nested(m.Extra)
+}
+
+// callOf returns the index in k.calls of the latest call with id, or -1.
+func (k *keyBuilder) callOf(id string) int {
+	for i := len(k.calls) - 1; i >= 0; i-- {
+		if k.calls[i].id == id {
+			return i
+		}
+	}
+	return -1
 }
 
 // blocks appends a message's blocks. Runs of two or more tool_use blocks
@@ -500,13 +539,10 @@ func (k *keyBuilder) block(b *wire.Block) {
 		k.calls = append(k.calls, call{id: b.ID, name: b.Name, in: [2]int{a, len(k.arena)}})
 	case wire.BlockToolResult:
 		k.buf = append(k.buf, 'r')
-		for i := len(k.calls) - 1; i >= 0; i-- {
-			if k.calls[i].id == b.ID {
-				k.text(k.calls[i].name)
-				k.buf = append(k.buf, sepField)
-				k.buf = append(k.buf, k.arena[k.calls[i].in[0]:k.calls[i].in[1]]...)
-				break
-			}
+		if i := k.callOf(b.ID); i >= 0 {
+			k.text(k.calls[i].name)
+			k.buf = append(k.buf, sepField)
+			k.buf = append(k.buf, k.arena[k.calls[i].in[0]:k.calls[i].in[1]]...)
 		}
 		k.buf = append(k.buf, sepField)
 		k.text(b.Text)
@@ -591,11 +627,11 @@ func (k *keyBuilder) params(p *wire.Params) {
 	b := k.buf
 	if p.Set&wire.HasTemperature != 0 {
 		b = append(b, 't')
-		b = strconv.AppendFloat(b, p.Temperature, 'g', -1, 64)
+		b = appendFloatBits(b, p.Temperature)
 	}
 	if p.Set&wire.HasTopP != 0 {
 		b = append(b, sepField, 'p')
-		b = strconv.AppendFloat(b, p.TopP, 'g', -1, 64)
+		b = appendFloatBits(b, p.TopP)
 	}
 	if p.Set&wire.HasTopK != 0 {
 		b = append(b, sepField, 'k')
@@ -617,4 +653,16 @@ func (k *keyBuilder) params(p *wire.Params) {
 		b = append(b, s...)
 	}
 	k.buf = b
+}
+
+// appendFloatBits appends f's IEEE 754 bits as 16 hex digits: one string per
+// value, as formatting it would give, without the shortest-decimal search
+// (several µs inside wasm).
+func appendFloatBits(b []byte, f float64) []byte {
+	const digits = "0123456789abcdef"
+	u := math.Float64bits(f)
+	for shift := 60; shift >= 0; shift -= 4 {
+		b = append(b, digits[u>>uint(shift)&0xf])
+	}
+	return b
 }
