@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -108,15 +109,28 @@ func readBytes(m api.Module, ptr, n uint32, limit uint32) ([]byte, bool) {
 // read each other's data and tenants are isolated by construction. The tenant
 // is length-prefixed: no tenant name, whatever bytes it holds, can forge
 // another tenant's prefix. (Plugin names are [a-z0-9-]+.)
-func namespacedKey(cs *callState, key []byte) string {
-	return TenantPrefix(cs.p.opts.Name, cs.info.Tenant) + string(key)
+func namespacedKey(dst []byte, cs *callState, key []byte) []byte {
+	return append(appendTenantPrefix(dst, cs.p.opts.Name, cs.info.Tenant), key...)
 }
 
 // TenantPrefix is the prefix of every kv key plugin (its name in
 // pipeline.toml) stored for tenant: what an administrative flush of one
 // tenant's entries deletes.
 func TenantPrefix(plugin, tenant string) string {
-	return plugin + "\x00" + strconv.Itoa(len(tenant)) + ":" + tenant
+	return string(appendTenantPrefix(nil, plugin, tenant))
+}
+
+func appendTenantPrefix(dst []byte, plugin, tenant string) []byte {
+	dst = append(append(dst, plugin...), 0)
+	dst = strconv.AppendInt(dst, int64(len(tenant)), 10)
+	return append(append(dst, ':'), tenant...)
+}
+
+// lookupKey builds a kv key in the call's scratch buffer, for a Get or a
+// Delete, which do not keep it (KV): no allocation per lookup.
+func lookupKey(cs *callState, nsKey keyFunc, key []byte) string {
+	cs.scratch = nsKey(cs.scratch[:0], cs, key)
+	return unsafe.String(unsafe.SliceData(cs.scratch), len(cs.scratch))
 }
 
 // SharedPrefix is the prefix of every kv key in plugin's shared space.
@@ -184,11 +198,12 @@ func hostKVDeleteShared(ctx context.Context, m api.Module, stack []uint64) {
 // sharedKey namespaces by plugin only: data every tenant of this plugin sees
 // (an opt-in shared cache). The "\x00*" marker cannot collide with a tenant
 // prefix, which always starts with a length.
-func sharedKey(cs *callState, key []byte) string {
-	return SharedPrefix(cs.p.opts.Name) + string(key)
+func sharedKey(dst []byte, cs *callState, key []byte) []byte {
+	return append(append(append(dst, cs.p.opts.Name...), 0, '*'), key...)
 }
 
-type keyFunc func(*callState, []byte) string
+// keyFunc appends the namespaced form of a guest's key to dst.
+type keyFunc func(dst []byte, cs *callState, key []byte) []byte
 
 func kvGet(ctx context.Context, m api.Module, stack []uint64, nsKey keyFunc) {
 	cs := state(ctx)
@@ -201,7 +216,7 @@ func kvGet(ctx context.Context, m api.Module, stack []uint64, nsKey keyFunc) {
 	if !ok {
 		return
 	}
-	val, found := cs.p.opts.KV.Get(nsKey(cs, key))
+	val, found := cs.p.opts.KV.Get(lookupKey(cs, nsKey, key))
 	if !found {
 		return
 	}
@@ -227,7 +242,7 @@ func kvPut(ctx context.Context, m api.Module, stack []uint64, nsKey keyFunc) {
 		return
 	}
 	// The store keeps the value beyond this call; guest memory does not last.
-	if err := cs.p.opts.KV.Put(nsKey(cs, key), append([]byte(nil), val...), time.Duration(ttl)*time.Millisecond); err != nil {
+	if err := cs.p.opts.KV.Put(string(nsKey(cs.scratch[:0], cs, key)), append([]byte(nil), val...), time.Duration(ttl)*time.Millisecond); err != nil {
 		cs.p.log.Warn("kv put failed", "err", err)
 		return
 	}
@@ -245,7 +260,7 @@ func kvDelete(ctx context.Context, m api.Module, stack []uint64, nsKey keyFunc) 
 	if !ok {
 		return
 	}
-	if err := cs.p.opts.KV.Delete(nsKey(cs, key)); err != nil {
+	if err := cs.p.opts.KV.Delete(lookupKey(cs, nsKey, key)); err != nil {
 		cs.p.log.Warn("kv delete failed", "err", err)
 		return
 	}
@@ -313,9 +328,13 @@ func hostHash(_ context.Context, m api.Module, stack []uint64) {
 	if !ok {
 		return
 	}
-	sum := sha256.Sum256(data)
-	if !m.Memory().Write(op, sum[:]) {
+	// Copied into a view of guest memory: handed to Memory.Write, an
+	// interface, the sum would be allocated on every call.
+	dst, ok := m.Memory().Read(op, sha256.Size)
+	if !ok {
 		return
 	}
+	sum := sha256.Sum256(data)
+	copy(dst, sum[:])
 	stack[0] = 0
 }

@@ -81,7 +81,8 @@ type Options struct {
 }
 
 // KV is the key/value store behind the kv_* host functions. Keys arrive
-// already namespaced by plugin and tenant.
+// already namespaced by plugin and tenant. Get and Delete must not keep
+// their key past the call: the sandbox builds it in a buffer it reuses.
 type KV interface {
 	Get(key string) ([]byte, bool)
 	Put(key string, val []byte, ttl time.Duration) error
@@ -139,7 +140,8 @@ type Plugin struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 
-	host HostMetrics // nil: the sandbox's own metrics are dropped
+	host      HostMetrics // nil: the sandbox's own metrics are dropped
+	observers [len(exportNames)]atomic.Pointer[func(float64)]
 
 	late atomic.Int64
 }
@@ -188,6 +190,7 @@ type instance struct {
 	pooled, lent, surplus bool
 	ops                   [len(exportNames)]api.Function
 	stack                 [2]uint64
+	cs                    callState // the call in progress's (callInstanceAt)
 }
 
 var exportNames = [...]string{
@@ -766,6 +769,24 @@ func (m *module) reclaim(in *instance) {
 // against it (see the package doc). A trap or an interrupted call discards
 // the instance. ctx already done: the call is not started.
 func (p *Plugin) Call(ctx context.Context, op plugin.Op, in []byte, info CallInfo) (out []byte, err error) {
+	return p.call(ctx, op, in, nil, info)
+}
+
+// Input is a call's input that writes itself into the guest's buffer: an
+// input assembled from parts (wire.RequestEncoder) is copied once, into
+// the guest, instead of into a buffer of its own first.
+type Input interface {
+	Len() int
+	Put(dst []byte) // dst holds Len bytes
+}
+
+// CallInput is Call with an input written in place.
+func (p *Plugin) CallInput(ctx context.Context, op plugin.Op, in Input, info CallInfo) ([]byte, error) {
+	return p.call(ctx, op, nil, in, info)
+}
+
+// call is Call with the input in in, or, when src is set, written by src.
+func (p *Plugin) call(ctx context.Context, op plugin.Op, in []byte, src Input, info CallInfo) (out []byte, err error) {
 	if p.closed.Load() {
 		return nil, fmt.Errorf("plugin %s: closed", p.opts.Name)
 	}
@@ -796,7 +817,7 @@ func (p *Plugin) Call(ctx context.Context, op plugin.Op, in []byte, info CallInf
 	}()
 	began := time.Now()
 	if err = p.selectEntry(ctx, inst, p.index); err == nil {
-		out, err = p.callInstance(ctx, inst, op, in, info)
+		out, err = p.callInstanceAt(ctx, inst, op, in, src, info, began)
 	}
 	if p.host != nil {
 		p.observeCall(op, time.Since(began), err)
@@ -834,7 +855,11 @@ func (p *Plugin) count(name string) {
 // observeCall records a call's latency and, when it failed, why.
 func (p *Plugin) observeCall(op plugin.Op, took time.Duration, err error) {
 	name := exportNames[op]
-	p.host.Observe("bardo_sandbox_call_seconds", took.Seconds(), "plugin", p.opts.Name, "op", name)
+	if o := p.observer(op); o != nil {
+		o(took.Seconds())
+	} else {
+		p.host.Observe("bardo_sandbox_call_seconds", took.Seconds(), "plugin", p.opts.Name, "op", name)
+	}
 	if err == nil {
 		return
 	}
@@ -848,6 +873,31 @@ func (p *Plugin) observeCall(op plugin.Op, took time.Duration, err error) {
 		kind = "canceled"
 	}
 	p.host.Add("bardo_sandbox_call_failures_total", 1, "plugin", p.opts.Name, "op", name, "kind", kind)
+}
+
+// BoundMetrics is implemented by a HostMetrics that binds a histogram's
+// series once (telemetry.Registry does): a plugin records every call's
+// latency, and looking its series up by label values each time cost more
+// than the observation.
+type BoundMetrics interface {
+	Observer(name string, labels ...string) func(float64)
+}
+
+// observer returns op's bound bardo_sandbox_call_seconds series, binding
+// it at the op's first call (so only ops called have a series, as
+// before); nil when the metrics cannot bind it (Observe then counts the
+// drop, every call).
+func (p *Plugin) observer(op plugin.Op) func(float64) {
+	if f := p.observers[op].Load(); f != nil {
+		return *f
+	}
+	b, ok := p.host.(BoundMetrics)
+	if !ok {
+		return nil
+	}
+	f := b.Observer("bardo_sandbox_call_seconds", "plugin", p.opts.Name, "op", exportNames[op])
+	p.observers[op].Store(&f)
+	return f
 }
 
 // metricCounter is the counter kind of the metric host function.
@@ -881,24 +931,73 @@ type callState struct {
 	// (see Services).
 	pending   []byte
 	pendingIn string
+
+	// scratch is the host functions' buffer for what they build and hand
+	// on within one host call (a kv key, a service's reply); it, enc and
+	// dec are the instance's, kept from call to call (resetCallState).
+	scratch []byte
+	enc     wire.Encoder
+	dec     wire.Decoder
+}
+
+// scratchKeep is the largest scratch buffer an instance keeps between
+// calls: one large service reply must not stay pinned.
+const scratchKeep = 64 << 10
+
+// resetCallState readies in's call state for a new call, keeping its
+// buffers.
+func (in *instance) resetCallState(p *Plugin, info CallInfo, began time.Time) *callState {
+	cs := &in.cs
+	scratch, enc := cs.scratch[:0], cs.enc
+	if cap(scratch) > scratchKeep {
+		scratch = nil
+	}
+	if cap(enc.Bytes()) > scratchKeep {
+		enc = wire.Encoder{}
+	}
+	*cs = callState{p: p, in: in, info: info, began: began, scratch: scratch, enc: enc}
+	return cs
 }
 
 func (p *Plugin) callInstance(ctx context.Context, in *instance, op plugin.Op, input []byte, info CallInfo) ([]byte, error) {
+	return p.callInstanceAt(ctx, in, op, input, nil, info, time.Now())
+}
+
+// callInstanceAt runs op on in with input, or, when src is set, with what
+// src writes in place; began is the call's start.
+func (p *Plugin) callInstanceAt(ctx context.Context, in *instance, op plugin.Op, input []byte, src Input, info CallInfo, began time.Time) ([]byte, error) {
 	fn := in.ops[op]
 	if fn == nil {
 		return nil, &CallError{Plugin: p.opts.Name, Msg: fmt.Sprintf("does not export %s", exportNames[op])}
 	}
-	ctx = context.WithValue(ctx, callKey{}, &callState{p: p, in: in, info: info, began: time.Now()})
+	// The instance's call state is reused from call to call (one call at a
+	// time runs on an instance); its scratch buffers are kept.
+	ctx = context.WithValue(ctx, callKey{}, in.resetCallState(p, info, began))
 
-	in.stack[0] = uint64(len(input))
+	n := len(input)
+	if src != nil {
+		n = src.Len()
+	}
+	in.stack[0] = uint64(n)
 	if err := in.buf.CallWithStack(ctx, in.stack[:]); err != nil {
 		return nil, p.callFailed(ctx, err)
 	}
 	ptr := uint32(in.stack[0])
-	if len(input) > 0 && !in.mem.Write(ptr, input) {
-		return nil, fmt.Errorf("plugin %s: %w: input buffer out of bounds", p.opts.Name, ErrTrap)
+	if n > 0 {
+		ok := false
+		if src != nil {
+			var dst []byte
+			if dst, ok = in.mem.Read(ptr, uint32(n)); ok {
+				src.Put(dst)
+			}
+		} else {
+			ok = in.mem.Write(ptr, input)
+		}
+		if !ok {
+			return nil, fmt.Errorf("plugin %s: %w: input buffer out of bounds", p.opts.Name, ErrTrap)
+		}
 	}
-	in.stack[0] = uint64(len(input))
+	in.stack[0] = uint64(n)
 	if err := fn.CallWithStack(ctx, in.stack[:]); err != nil {
 		return nil, p.callFailed(ctx, err)
 	}

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -136,17 +137,21 @@ func serve(ctx context.Context, m api.Module, stack []uint64, fn serviceFunc) {
 		stack[0] = uint64(len(reply))
 		return
 	}
-	d := wire.NewDecoder(input)
-	var e wire.Encoder
+	// The decoder, the encoder and the reply are the instance's, reused: a
+	// reply is written into the guest and dropped (kept, copied, only for
+	// a retry).
+	d, e := &cs.dec, &cs.enc
+	d.Init(input)
 	e.Reset() // the reply starts with the format-version byte the guest checks
-	reply := []byte{svcOK}
-	if err := fn(ctx, cs, d, &e); err != nil {
-		reply = append([]byte{svcErr}, err.Error()...)
+	reply := cs.scratch[:0]
+	if err := fn(ctx, cs, d, e); err != nil {
+		reply = append(append(reply, svcErr), err.Error()...)
 	} else {
-		reply = append(reply, e.Bytes()...)
+		reply = append(append(reply, svcOK), e.Bytes()...)
 	}
+	cs.scratch = reply
 	if uint32(len(reply)) > oc {
-		cs.pending, cs.pendingIn = reply, string(input)
+		cs.pending, cs.pendingIn = bytes.Clone(reply), string(input)
 	} else {
 		m.Memory().Write(op, reply)
 	}

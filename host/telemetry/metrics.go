@@ -202,6 +202,18 @@ func (r *Registry) Observe(name string, v float64, labels ...string) {
 	}
 }
 
+// Observer returns a declared histogram's series for labels, bound once:
+// a caller that records into the same series again and again (the
+// sandbox, every plugin call) skips the lookup. The series is made now.
+// nil: Observe would drop the samples (counted), so the caller keeps
+// calling Observe.
+func (r *Registry) Observer(name string, labels ...string) func(float64) {
+	if o, _ := r.child(name, histogram, labels).(prometheus.Observer); o != nil {
+		return o.Observe
+	}
+	return nil
+}
+
 // PluginMetric records a plugin's sample as bardo_plugin_<name>{plugin="..."}:
 // k is the metric host function's kind (0 counter, 1 gauge, 2 histogram).
 func (r *Registry) PluginMetric(plugin string, k int, name string, v float64) {

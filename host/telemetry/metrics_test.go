@@ -168,6 +168,30 @@ func BenchmarkObserve(b *testing.B) {
 	}
 }
 
+// A bound Observer records into the series Observe would; an undeclared
+// one is nil, so its caller keeps calling Observe and the drop is counted.
+func TestObserver(t *testing.T) {
+	r := New()
+	o := r.Observer("bardo_sandbox_call_seconds", "plugin", "hashcache", "op", "bardo_on_request")
+	o(0.001)
+	r.Observe("bardo_sandbox_call_seconds", 0.002, "plugin", "hashcache", "op", "bardo_on_request")
+	if v := r.Value("bardo_sandbox_call_seconds", "plugin", "hashcache", "op", "bardo_on_request"); v != 2 {
+		t.Errorf("bound and looked-up observations = %v, want 2 in one series", v)
+	}
+	if r.Observer("bardo_sandbox_call_seconds", "plugin", "x") != nil || r.Observer("bardo_no_such_seconds") != nil {
+		t.Error("an undeclared series was bound")
+	}
+}
+
+// BenchmarkObserveBound is BenchmarkObserve through a bound Observer.
+func BenchmarkObserveBound(b *testing.B) {
+	r := New()
+	o := r.Observer("bardo_sandbox_call_seconds", "plugin", "hashcache", "op", "bardo_on_request")
+	for b.Loop() {
+		o(0.0003)
+	}
+}
+
 func BenchmarkPluginMetric(b *testing.B) {
 	r := New()
 	for b.Loop() {
