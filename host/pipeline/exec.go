@@ -76,6 +76,8 @@ func (x *Exchange) skips(l *Layer) bool { return l.idx < 64 && x.skip&(1<<l.idx)
 
 var encoders = sync.Pool{New: func() any { return new(wire.Encoder) }}
 
+var requestEncoders = sync.Pool{New: func() any { return new(wire.RequestEncoder) }}
+
 func (x *Exchange) info() sandbox.CallInfo {
 	return sandbox.CallInfo{RequestID: x.Meta.RequestID, Tenant: x.Meta.Tenant}
 }
@@ -113,11 +115,18 @@ func (p *Pipeline) RequestPhase(ctx context.Context, x *Exchange) (*wire.Respons
 	if len(p.request) == 0 {
 		return nil, nil
 	}
-	enc := encoders.Get().(*wire.Encoder)
-	defer encoders.Put(enc)
+	// Each part of the request is encoded once for all the layers, and
+	// again only after a layer replaced it; each call's input is copied
+	// from those parts straight into the guest.
+	enc := requestEncoders.Get().(*wire.RequestEncoder)
+	enc.Reset(x.Req)
+	defer func() {
+		enc.Reset(nil) // a pooled encoder keeps no request alive
+		requestEncoders.Put(enc)
+	}()
 	for _, l := range p.request {
-		wire.EncodeLayerRequest(enc, &x.Meta, x.Req, l.Desc.Reads)
-		out, err := x.call(ctx, l, plugin.OpOnRequest, enc.Bytes())
+		enc.Prepare(&x.Meta, l.Desc.Reads)
+		out, err := x.callInput(ctx, l, plugin.OpOnRequest, enc)
 		if err != nil {
 			if e := p.layerFailed(x, l, "request", err); e != nil {
 				return nil, e
@@ -166,6 +175,7 @@ func (p *Pipeline) RequestPhase(ctx context.Context, x *Exchange) (*wire.Respons
 		}
 		if res.Patched != 0 {
 			applyPatch(x.Req, &res.Request, res.Patched)
+			enc.Changed(res.Patched)
 			x.Pristine = false
 		}
 	}

@@ -19,6 +19,14 @@ func (x *Exchange) call(ctx context.Context, l *Layer, op plugin.Op, in []byte) 
 	return out, err
 }
 
+// callInput is call with an input written into the guest in place.
+func (x *Exchange) callInput(ctx context.Context, l *Layer, op plugin.Op, in sandbox.Input) ([]byte, error) {
+	ctx, sp := trace.StartLayer(ctx, l.Spec.Name, opName(op))
+	out, err := l.Plugin.CallInput(ctx, op, in, x.info())
+	sp.EndLayer(callFailure(err))
+	return out, err
+}
+
 // opName is a layer export's name (the ABI's on_* functions).
 func opName(op plugin.Op) string {
 	switch op {
