@@ -249,14 +249,33 @@ func (p *Pipeline) FallbackPhase(ctx context.Context, x *Exchange) *wire.Respons
 // cannot set arbitrary response headers or split them.
 func (x *Exchange) addHeaders(hs []wire.KV) {
 	for _, h := range hs {
-		if len(h.Key) <= len("X-Bardo-") || !strings.EqualFold(h.Key[:8], "X-Bardo-") {
+		if len(h.Key) <= len("X-Bardo-") || !strings.EqualFold(h.Key[:8], "X-Bardo-") || !headerSafe(h.Key, h.Value) {
 			continue
 		}
-		if strings.ContainsAny(h.Key, " :\r\n") || strings.ContainsAny(h.Value, "\r\n") {
-			continue
+		if x.Headers == nil {
+			// The shipped layers add about one each: one allocation for
+			// the request rather than one per doubling.
+			x.Headers = make([]wire.KV, 0, 8)
 		}
 		x.Headers = append(x.Headers, h)
 	}
+}
+
+// headerSafe reports whether a header can go out as it is: no space or
+// colon in its name, no line break in either.
+func headerSafe(key, value string) bool {
+	for i := range len(key) {
+		switch key[i] {
+		case ' ', ':', '\r', '\n':
+			return false
+		}
+	}
+	for i := range len(value) {
+		if c := value[i]; c == '\r' || c == '\n' {
+			return false
+		}
+	}
+	return true
 }
 
 // ResponsePhase runs a complete response through the layers in reverse
