@@ -11,6 +11,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -189,8 +190,13 @@ func onRequest(in *wire.LayerRequest, res *wire.LayerResult) error {
 		}
 	}
 
-	// The stable prefix: model, tools, stable system blocks.
-	buf = append(buf[:0], req.Model...)
+	// The stable prefix: model, tools, stable system blocks; after the
+	// tenant, length-prefixed, the memo's partition (prefix.go), which is
+	// not hashed.
+	buf = binary.AppendUvarint(buf[:0], uint64(len(in.Meta.Tenant)))
+	buf = append(buf, in.Meta.Tenant...)
+	at := len(buf)
+	buf = append(buf, req.Model...)
 	buf = append(buf, 0)
 	for i := range tools {
 		t := &tools[i]
@@ -209,9 +215,9 @@ func onRequest(in *wire.LayerRequest, res *wire.LayerResult) error {
 		buf = append(buf, sys[i].Data...)
 		buf = append(buf, 0x1e)
 	}
-	prefixBytes := int64(len(buf) - len(req.Model) - 1)
-	prefixTokens := prefixBytes / 4
-	sum := plugin.SHA256(buf)
+	p := prefixOf(buf, at, len(req.Model)+1)
+	prefixTokens := p.tokens
+	sum := &p.sum
 
 	// Breakpoints, Anthropic only: the last stable system block (it caches
 	// tools and system), the last tool (tools survive a system change),
@@ -260,21 +266,21 @@ func onRequest(in *wire.LayerRequest, res *wire.LayerResult) error {
 
 	// "p:" and the hash's hex, in one string: the hex is the prefix_hash
 	// annotation, the whole the key of a request without a session.
-	pkey := prefixKey(sum[:16])
+	pkey := p.key
 	hashHex := pkey[2:]
 	match := prefixMatch(&in.Meta, sum[:16], pkey)
 
 	res.Patched = patched
 	res.Request.System, res.Request.Tools, res.Request.ToolChoice = sys, tools, req.ToolChoice
 	res.Request.Messages, res.Request.Extra = req.Messages, extra
-	tokens := strconv.FormatInt(prefixTokens, 10)
+	tokens := p.tokensText
 	// The result is encoded before the next call begins, so its headers
 	// and annotations can live in one kept array (inside wasm each
 	// allocation costs about a microsecond).
 	kv := &scratchKV
 	*kv = [6]wire.KV{
 		{Key: HeaderPrefixTokens, Value: tokens},
-		{Key: HeaderPrefixBytes, Value: strconv.FormatInt(prefixBytes, 10)},
+		{Key: HeaderPrefixBytes, Value: p.bytesText},
 		{Key: HeaderPrefixMatch, Value: match},
 		{Key: HeaderBreakpoints, Value: strconv.Itoa(added)},
 		{Key: AnnotationPrefixHash, Value: hashHex},
