@@ -155,23 +155,23 @@ func contextHash(r *wire.Request, matchModel bool) string {
 	// pass a write barrier each, ~100 of them a request.
 	h := &hasher{b: ctxHasher.b[:0], members: ctxHasher.members}
 	if matchModel {
-		h.str("model", r.Model)
+		h.str(tModel, r.Model)
 	}
-	h.blocks("system", r.System)
+	h.blocks(tSystem, r.System)
 	n := len(r.Messages)
 	if lastTurn(r) != nil {
 		n-- // the last turn is hashed apart below
 	}
 	for i := 0; i < n; i++ {
 		m := &r.Messages[i]
-		h.str("role", m.Role)
-		h.str("name", m.Name)
-		h.raw("extra", m.Extra)
-		h.blocks("content", m.Content)
+		h.str(tRole, m.Role)
+		h.str(tName, m.Name)
+		h.raw(tExtra, m.Extra)
+		h.blocks(tContent, m.Content)
 	}
 	if m := lastTurn(r); m != nil {
-		h.str("last", m.Name)
-		h.raw("extra", m.Extra)
+		h.str(tLast, m.Name)
+		h.raw(tExtra, m.Extra)
 		for _, bl := range m.Content {
 			if bl.Type != wire.BlockText {
 				h.block(&bl)
@@ -179,38 +179,38 @@ func contextHash(r *wire.Request, matchModel bool) string {
 			}
 			_, injected := splitReminders(bl.Text)
 			for _, s := range injected {
-				h.str("reminder", s)
+				h.str(tReminder, s)
 			}
-			h.raw("extra", bl.Extra)
+			h.raw(tExtra, bl.Extra)
 		}
 	}
 	for i := range r.Tools {
 		t := &r.Tools[i]
-		h.str("tool", t.Name)
-		h.str("desc", t.Description)
-		h.raw("schema", t.Schema)
-		h.raw("extra", t.Extra)
+		h.str(tTool, t.Name)
+		h.str(tDesc, t.Description)
+		h.raw(tSchema, t.Schema)
+		h.raw(tExtra, t.Extra)
 	}
-	h.raw("tool_choice", r.ToolChoice)
+	h.raw(tToolChoice, r.ToolChoice)
 	p := &r.Params
-	h.num("params", uint64(p.Set))
+	h.num(tParams, uint64(p.Set))
 	if p.Set&wire.HasMaxTokens != 0 {
-		h.num("max_tokens", uint64(p.MaxTokens))
+		h.num(tMaxTokens, uint64(p.MaxTokens))
 	}
 	if p.Set&wire.HasTemperature != 0 {
-		h.num("temperature", math.Float64bits(p.Temperature))
+		h.num(tTemperature, math.Float64bits(p.Temperature))
 	}
 	if p.Set&wire.HasTopP != 0 {
-		h.num("top_p", math.Float64bits(p.TopP))
+		h.num(tTopP, math.Float64bits(p.TopP))
 	}
 	if p.Set&wire.HasTopK != 0 {
-		h.num("top_k", uint64(p.TopK))
+		h.num(tTopK, uint64(p.TopK))
 	}
 	if p.Set&wire.HasSeed != 0 {
-		h.num("seed", uint64(p.Seed))
+		h.num(tSeed, uint64(p.Seed))
 	}
 	for _, s := range p.Stop {
-		h.str("stop", s)
+		h.str(tStop, s)
 	}
 	h.extra(r.Extra)
 	sum := plugin.SHA256(h.b)
@@ -218,7 +218,9 @@ func contextHash(r *wire.Request, matchModel bool) string {
 		h.b = nil // a huge request's buffer is not kept for life
 	}
 	ctxHasher = hasher{b: h.b[:0], members: h.members}
-	return hex.EncodeToString(sum[:16])
+	var x [32]byte
+	hex.Encode(x[:], sum[:16])
+	return string(x[:]) // one allocation (hex.EncodeToString makes two)
 }
 
 // hasher collects length-prefixed fields, so that no two different
@@ -243,48 +245,120 @@ var ctxHasher hasher
 // maxKeptHashBuf: a larger buffer is let go after its call.
 const maxKeptHashBuf = 1 << 20
 
-func (h *hasher) str(tag, s string) {
-	h.b = append(h.b, tag...)
-	h.b = binary.AppendUvarint(h.b, uint64(len(s)))
-	h.b = append(h.b, s...)
+// Inside wasm every call costs: a Go call's prologue, and appending a
+// string is a call to memmove. So a field is written by one call that
+// grows the buffer once, stores the tag as three 8-byte words (cut to its
+// length) and copies the value; an empty value costs no memmove.
+
+func (h *hasher) str(t tag, s string) {
+	b := h.field(t, uint64(len(s)), len(s))
+	if len(s) > 0 {
+		b = append(b, s...)
+	}
+	h.b = b
 }
 
-func (h *hasher) raw(tag string, b []byte) {
-	h.b = append(h.b, tag...)
-	h.b = binary.AppendUvarint(h.b, uint64(len(b)))
-	h.b = append(h.b, b...)
+func (h *hasher) raw(t tag, v []byte) {
+	b := h.field(t, uint64(len(v)), len(v))
+	if len(v) > 0 {
+		b = append(b, v...)
+	}
+	h.b = b
 }
 
-func (h *hasher) num(tag string, v uint64) {
-	h.b = append(h.b, tag...)
-	h.b = binary.AppendUvarint(h.b, v)
+func (h *hasher) num(t tag, v uint64) { h.b = h.field(t, v, 0) }
+
+// field is the buffer with t and the varint v appended, and room for n
+// more bytes.
+func (h *hasher) field(t tag, v uint64, n int) []byte {
+	b := h.b
+	at := len(b)
+	if cap(b)-at < 24+binary.MaxVarintLen64+n {
+		b = slices.Grow(b, 24+binary.MaxVarintLen64+n)
+	}
+	b = b[:at+24]
+	binary.LittleEndian.PutUint64(b[at:], t.w[0])
+	binary.LittleEndian.PutUint64(b[at+8:], t.w[1])
+	binary.LittleEndian.PutUint64(b[at+16:], t.w[2])
+	return binary.AppendUvarint(b[:at+int(t.n)], v)
 }
+
+// tag is a field's name (or emptyBlockTail) as three little-endian words
+// and a length (at most 24 bytes).
+type tag struct {
+	w [3]uint64
+	n uint8
+}
+
+func mkTag(s string) tag {
+	var b [24]byte
+	if len(s) > len(b) {
+		panic("semcache: tag " + s + " is longer than 24 bytes")
+	}
+	copy(b[:], s)
+	return tag{w: [3]uint64{binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:16]), binary.LittleEndian.Uint64(b[16:])},
+		n: uint8(len(s))}
+}
+
+// The tags of contextHash's fields.
+var (
+	tBlock       = mkTag("block")
+	tContent     = mkTag("content")
+	tData        = mkTag("data")
+	tDesc        = mkTag("desc")
+	tError       = mkTag("error")
+	tExtra       = mkTag("extra")
+	tId          = mkTag("id")
+	tKey         = mkTag("key")
+	tLast        = mkTag("last")
+	tMaxTokens   = mkTag("max_tokens")
+	tModel       = mkTag("model")
+	tName        = mkTag("name")
+	tParams      = mkTag("params")
+	tReminder    = mkTag("reminder")
+	tRole        = mkTag("role")
+	tSchema      = mkTag("schema")
+	tSeed        = mkTag("seed")
+	tSig         = mkTag("sig")
+	tStop        = mkTag("stop")
+	tSystem      = mkTag("system")
+	tTemperature = mkTag("temperature")
+	tText        = mkTag("text")
+	tTool        = mkTag("tool")
+	tToolChoice  = mkTag("tool_choice")
+	tTopK        = mkTag("top_k")
+	tTopP        = mkTag("top_p")
+	tValue       = mkTag("value")
+)
 
 func (h *hasher) block(bl *wire.Block) {
-	h.num("block", uint64(bl.Type))
-	h.str("text", bl.Text)
+	h.num(tBlock, uint64(bl.Type))
+	h.str(tText, bl.Text)
 	if bl.ID == "" && bl.Name == "" && len(bl.Data) == 0 && bl.Signature == "" && !bl.IsError && len(bl.Extra) == 0 {
 		// Most blocks are text alone: the empty fields below, in one
 		// append instead of fifteen.
-		h.b = append(h.b, emptyBlockTail...)
+		h.num(tEmptyTail, 0)
 		return
 	}
-	h.str("id", bl.ID)
-	h.str("name", bl.Name)
-	h.raw("data", bl.Data)
-	h.str("sig", bl.Signature)
+	h.str(tId, bl.ID)
+	h.str(tName, bl.Name)
+	h.raw(tData, bl.Data)
+	h.str(tSig, bl.Signature)
 	if bl.IsError {
-		h.num("error", 1)
+		h.num(tError, 1)
 	}
-	h.raw("extra", bl.Extra)
+	h.raw(tExtra, bl.Extra)
 }
 
 // emptyBlockTail is what block writes after the text of a block whose other
 // fields are all empty: each tag and a zero length (no error mark).
 const emptyBlockTail = "id\x00name\x00data\x00sig\x00extra\x00"
 
-func (h *hasher) blocks(tag string, bs []wire.Block) {
-	h.num(tag, uint64(len(bs)))
+// tEmptyTail and a zero length are emptyBlockTail.
+var tEmptyTail = mkTag(strings.TrimSuffix(emptyBlockTail, "\x00"))
+
+func (h *hasher) blocks(t tag, bs []wire.Block) {
+	h.num(t, uint64(len(bs)))
 	for i := range bs {
 		h.block(&bs[i])
 	}
@@ -334,8 +408,8 @@ func (h *hasher) extra(raw []byte) {
 	// does not allocate (sort.Slice's reflection did).
 	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
 	for _, m := range members {
-		h.str("key", m.key)
-		h.raw("value", m.val)
+		h.str(tKey, m.key)
+		h.raw(tValue, m.val)
 	}
 	clear(members) // no reference into this request is kept
 	h.members = members[:0]
@@ -348,7 +422,7 @@ func (h *hasher) extraDecoded(raw []byte) {
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
-		h.raw("extra", raw)
+		h.raw(tExtra, raw)
 		return
 	}
 	keys := make([]string, 0, len(m))
@@ -359,8 +433,8 @@ func (h *hasher) extraDecoded(raw []byte) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		h.str("key", k)
-		h.raw("value", m[k])
+		h.str(tKey, k)
+		h.raw(tValue, m[k])
 	}
 }
 

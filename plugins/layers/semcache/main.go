@@ -17,10 +17,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/respcache"
@@ -106,6 +108,7 @@ type config struct {
 	rewording     bool
 	matchModel    bool
 	market        []string
+	marketFirst   *markerFirsts // of market, for hasAnyFoldFirst
 	strategy      []string
 }
 
@@ -244,6 +247,7 @@ func parseConfig(rc *rawConfig) (config, error) {
 	if rc.StrategyMarkers != nil {
 		c.strategy = lower(*rc.StrategyMarkers)
 	}
+	c.marketFirst = firstBytes(c.market)
 	return c, nil
 }
 
@@ -382,8 +386,8 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 		scratch.headers = res.Headers[:0]
 	}()
 	ctx := contextHash(&req.Request, cfg.matchModel)
-	id := entryID(words, ctx)
-	market := hasAnyFold(text, cfg.market)
+	id, qkey := entryID(words, ctx)
+	market := hasAnyFoldFirst(text, cfg.market, cfg.marketFirst)
 
 	// The same question in the same context: one read per partition. A
 	// strict hit never needs the vector index, whose approximate search
@@ -391,7 +395,7 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	var keys keysByScope
 	if cfg.guard {
 		for _, sc := range searchScopes() {
-			if p, ok := kvGet(sc, keys.of(sc, id, market)); ok && answer(res, p, ctx, words, false, 1) {
+			if p, ok := kvGet(sc, keys.of(sc, qkey, market)); ok && answer(res, p, ctx, words, false, 1) {
 				return nil
 			}
 		}
@@ -428,9 +432,11 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 
 	res.Headers = append(res.Headers, wire.KV{Key: HeaderCache, Value: "miss"})
 	res.SkipAnswer = false
-	res.Annotations = append(res.Annotations, wire.KV{Key: AnnotationMiss, Value: encodeMiss(miss{
-		id: id, key: keys.of(storeScope(text), id, market), vec: vec, ctx: ctx, text: text,
+	// Nothing else annotates a miss: the slice can be scratch too.
+	res.Annotations = append(scratch.anns[:0], wire.KV{Key: AnnotationMiss, Value: encodeMiss(miss{
+		id: id, key: keys.of(storeScope(text), qkey, market), vec: vec, ctx: ctx, text: text,
 		ttl: regimeTTL[regime](cfg.baseTTL)})})
+	scratch.anns = res.Annotations[:0]
 	plugin.CounterAdd(metricMisses, 1)
 	return nil
 }
@@ -441,8 +447,13 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 var scratch struct {
 	words   []qtoken
 	headers []wire.KV
+	anns    []wire.KV
 	id      []byte // entryID's input
+	key     []byte // "q:" and the entry id
 	enc     wire.Encoder
+	miss    []byte // the miss annotation (base64)
+	missIn  []byte // a miss annotation decoded
+	vec     []byte // a miss's vector, encoded
 }
 
 // keysByScope remembers a request's exact keys per partition: the miss
@@ -454,13 +465,13 @@ type keysByScope struct {
 	keys [2]string
 }
 
-func (k *keysByScope) of(sc plugin.VectorScope, id string, market bool) string {
+func (k *keysByScope) of(sc plugin.VectorScope, qkey string, market bool) string {
 	for i := range k.n {
 		if k.sc[i] == sc {
 			return k.keys[i]
 		}
 	}
-	key := exactKey(sc, id, market)
+	key := exactKey(sc, qkey, market)
 	if k.n < len(k.sc) {
 		k.sc[k.n], k.keys[k.n] = sc, key
 		k.n++
@@ -500,15 +511,16 @@ func answer(res *wire.LayerResult, payload []byte, ctx string, words []qtoken, s
 	return true
 }
 
-// exactKey is the key/value key of a question's entry in a partition. An
-// entry about the market carries the partition's market generation, which
-// a regime change advances: the old entries are then never read again.
-func exactKey(sc plugin.VectorScope, id string, market bool) string {
+// exactKey is the key/value key of a question's entry in a partition,
+// given qkey ("q:" and the entry id). An entry about the market carries the
+// partition's market generation, which a regime change advances: the old
+// entries are then never read again.
+func exactKey(sc plugin.VectorScope, qkey string, market bool) string {
 	if !market {
-		return "q:" + id
+		return qkey
 	}
 	gen, _ := kvGet(sc, marketGenKey)
-	return "q:" + id + ":m" + string(gen)
+	return qkey + ":m" + string(gen)
 }
 
 // marketGenKey holds a partition's market generation.
@@ -569,8 +581,10 @@ func hasAny(s string, markers []string) bool {
 // entryID names an entry by its context and normalised question: the same
 // question stored again replaces the old answer instead of adding a twin.
 // It is the hash of ctx, a zero byte and contentText(words), built in
-// scratch.
-func entryID(words []qtoken, ctx string) string {
+// scratch; qkey is "q:" and id, of which id is the tail. Both live in
+// scratch until the next call (the result that carries them is encoded
+// before it).
+func entryID(words []qtoken, ctx string) (id, qkey string) {
 	b := append(scratch.id[:0], ctx...)
 	b = append(b, 0)
 	for i, t := range words {
@@ -583,7 +597,11 @@ func entryID(words []qtoken, ctx string) string {
 	if cap(b) <= maxKeptHashBuf {
 		scratch.id = b[:0]
 	}
-	return hex.EncodeToString(sum[:16])
+	k := append(scratch.key[:0], "q:"...)
+	k = hex.AppendEncode(k, sum[:16])
+	scratch.key = k
+	qkey = unsafe.String(unsafe.SliceData(k), len(k))
+	return qkey[2:], qkey
 }
 
 // hasAnyFold is hasAny(strings.ToLower(s), markers) in one pass over s,
@@ -593,13 +611,38 @@ func entryID(words []qtoken, ctx string) string {
 // costs several nanoseconds a byte: lower-casing a copy and a
 // strings.Contains per marker cost 3 µs a request.
 func hasAnyFold(s string, markers []string) bool {
-	var first [256]bool
+	return hasAnyFoldFirst(s, markers, nil)
+}
+
+// markerFirsts are the first bytes of a list of markers; all is set when
+// one is empty (strings.Contains(s, "") holds for every s).
+type markerFirsts struct {
+	first [256]bool
+	all   bool
+}
+
+func firstBytes(markers []string) *markerFirsts {
+	f := &markerFirsts{}
 	for _, m := range markers {
 		if m == "" {
-			return true // strings.Contains(s, "")
+			f.all = true
+		} else {
+			f.first[m[0]] = true
 		}
-		first[m[0]] = true
 	}
+	return f
+}
+
+// hasAnyFoldFirst is hasAnyFold with the markers' firstBytes made once (nil:
+// made now).
+func hasAnyFoldFirst(s string, markers []string, f *markerFirsts) bool {
+	if f == nil {
+		f = firstBytes(markers)
+	}
+	if f.all {
+		return true
+	}
+	first := &f.first
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c >= utf8.RuneSelf {
@@ -652,7 +695,9 @@ type miss struct {
 }
 
 // encodeMiss packs a miss into an annotation value: base64 of the SDK's
-// wire encoding (the vector as raw little-endian float32s).
+// wire encoding (the vector as raw little-endian float32s). The value lives
+// in scratch until the next encodeMiss: the result that carries it is
+// encoded before the next call.
 func encodeMiss(m miss) string {
 	e := &scratch.enc
 	e.Reset()
@@ -661,19 +706,31 @@ func encodeMiss(m miss) string {
 	e.String(m.ctx)
 	e.String(m.text)
 	e.Uint(uint64(m.ttl.Milliseconds()))
-	vb := make([]byte, 4*len(m.vec))
-	for i, f := range m.vec {
-		binary.LittleEndian.PutUint32(vb[4*i:], math.Float32bits(f))
+	vb := scratch.vec[:0]
+	for _, f := range m.vec {
+		vb = binary.LittleEndian.AppendUint32(vb, math.Float32bits(f))
 	}
 	e.Raw(vb)
-	return base64.RawStdEncoding.EncodeToString(e.Bytes())
+	scratch.vec = vb[:0]
+	raw := e.Bytes()
+	n := base64.RawStdEncoding.EncodedLen(len(raw))
+	out := slices.Grow(scratch.miss[:0], n)[:n]
+	base64.RawStdEncoding.Encode(out, raw)
+	scratch.miss = out
+	return unsafe.String(unsafe.SliceData(out), n)
 }
 
+// decodeMiss unpacks encodeMiss's value; the miss's strings live in scratch
+// until the next decodeMiss (the answer phases use them within the call).
 func decodeMiss(s string) (m miss, ok bool) {
-	b, err := base64.RawStdEncoding.DecodeString(s)
+	b := slices.Grow(scratch.missIn[:0], base64.RawStdEncoding.DecodedLen(len(s)))
+	b = b[:cap(b)]
+	n, err := base64.RawStdEncoding.Decode(b, unsafe.Slice(unsafe.StringData(s), len(s)))
+	scratch.missIn = b[:0]
 	if err != nil {
 		return m, false
 	}
+	b = b[:n]
 	d := wire.NewDecoder(b)
 	m.id, m.key, m.ctx, m.text = d.String(), d.String(), d.String(), d.String()
 	m.ttl = time.Duration(d.Uint()) * time.Millisecond
