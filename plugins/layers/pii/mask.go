@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/wire"
@@ -37,7 +38,8 @@ type masker struct {
 	m      mapping
 	buf    []byte
 	dec    []byte
-	tenant string // the request's tenant: the memo's partition (memo.go)
+	tenant string               // the request's tenant: the memo's partition (memo.go)
+	texts  map[uint64]textEntry // the tenant's map in the text memo (memo.go)
 
 	masked, redacted int
 	blocked          []int // entity ids with action block that were found
@@ -130,7 +132,9 @@ func (k *masker) addJSON(b *wire.Block) {
 		if en-st < 3 || en-st > blobLimit && indexSpace(raw) < 0 {
 			return
 		}
-		text := string(raw)
+		// A view, not a copy: the segment lives for this call, and the
+		// memo copies what it keeps (memo.go).
+		text := unsafe.String(&raw[0], len(raw))
 		if esc {
 			var ok bool
 			if k.dec, ok = unescapeJSON(k.dec[:0], text); !ok {
@@ -355,6 +359,7 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	k := &work
 	k.reset()
 	k.tenant = req.Meta.Tenant
+	k.texts = texts.of(k.tenant)
 	k.collect(&req.Request)
 	if len(k.segs) == 0 {
 		return nil

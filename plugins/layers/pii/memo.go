@@ -1,29 +1,47 @@
 package main
 
 import (
+	"math/bits"
 	"strings"
+	"unsafe"
 
 	"github.com/bardoinference/bardo/sdk/memo"
 )
 
 // An agent resends its system prompt, tools and whole conversation on every
-// turn: of an 85 KB Claude Code request only the last turn is new. The
-// built-in scan is a pure function of a segment's text, its JSON member
-// name and the configuration (fixed for an instance's life), so its result
-// for a segment seen before is remembered, keyed by the host's native
-// SHA-256 of the text: hashing 85 KB natively costs a few tens of µs, the
-// scan inside wasm about half a millisecond.
+// turn: of a request only the last turn is new. The built-in scan is a pure
+// function of a segment's text, its JSON member name and the configuration
+// (fixed for an instance's life), so its result for a segment seen before is
+// remembered in the instance's memory, per tenant (so how long a request
+// takes cannot tell one tenant what another sent). An entry holds offsets
+// and placeholder-shaped tokens, never a detected value. The configured
+// extra patterns (host regex set) are not memoised: they still run over
+// every segment.
 //
-// The memo (sdk/memo) lives in the instance's memory and is keyed per
-// tenant and member as well. It holds only offsets and placeholder-shaped
-// tokens, never a detected value. The configured extra patterns (host regex
-// set) are not memoised: they still run over every segment.
+// Two tables, by the segment's length:
+//
+//   - up to textKeyMax bytes, the text itself is the key (texts). The
+//     guest's map hash and a full compare on a hit cost a fraction of
+//     scanning the text (inside wasm the scan of a digit-dense 400-byte turn
+//     costs several µs, its lookup well under one), and of a host call; a
+//     hit is never another text's result;
+//   - longer, the host's native SHA-256 of the text (memoized, sdk/memo):
+//     hashing 85 KB natively costs a few tens of µs, the scan inside wasm
+//     about half a millisecond, and keeping the text would cost its size.
 
 const (
-	// memoMinLen: shorter segments are scanned, not hashed; a host call and
-	// a map lookup cost about as much as scanning a few hundred bytes.
-	memoMinLen = 512
-	// memoMaxEntries bounds the memo; when full it starts over.
+	// memoMinLen: shorter segments (JSON member names, short values) are
+	// scanned, not looked up: the scan costs no more than the lookup.
+	memoMinLen = 64
+	// textKeyMax: segments up to this length are keyed by their text.
+	textKeyMax = 8 << 10
+	// textMaxBytes, textMaxSpans and textMaxEntries bound texts: its copies
+	// of the texts, the spans and tokens found, its entries; when one is
+	// reached it starts over.
+	textMaxBytes   = 256 << 10
+	textMaxSpans   = 4096
+	textMaxEntries = 4096
+	// memoMaxEntries bounds memoized; when full it starts over.
 	memoMaxEntries = 4096
 )
 
@@ -36,13 +54,176 @@ type memoEntry struct {
 
 var memoized = memo.Table[memoEntry]{Max: memoMaxEntries}
 
+// textMemo is the table keyed by text: per tenant, a 64-bit hash of the
+// member and text (wasm-friendly, eight bytes a step: Go's own map hash and
+// string compare go a byte or two at a time inside wasm, ~1.4 µs per 500
+// bytes) indexes an entry that keeps a copy of both, compared in full, also
+// eight bytes a step, before its result is used.
+//
+// The copies, spans and placeholder-shaped tokens live in three slabs the
+// entries index, so remembering a text allocates nothing once the slabs
+// have grown, and the guest's GC has no pointers to chase in the table.
+type textMemo struct {
+	tenants map[string]map[uint64]textEntry
+	text    []byte // the texts, each followed by its member
+	spans   []span // each entry's spans, then its tokens (start, end; ent unused)
+	entries int
+	hits    int // lookups that found their text (tests read it)
+}
+
+// textEntry locates a remembered text and what the scan found in it.
+type textEntry struct {
+	off, n, mn uint32 // text[off:off+n] is the text, the next mn bytes its member
+	s0, ns, nt uint32 // spans[s0:s0+ns] its spans, the next nt its tokens
+}
+
+var texts textMemo
+
+// of returns the tenant's map, nil when it has none yet.
+func (t *textMemo) of(tenant string) map[uint64]textEntry { return t.tenants[tenant] }
+
+// get returns the entry of text and member under hash h in m, if it holds
+// exactly those.
+func (t *textMemo) get(m map[uint64]textEntry, h uint64, text, member string) (textEntry, bool) {
+	e, ok := m[h]
+	if !ok || int(e.n) != len(text) || int(e.mn) != len(member) {
+		return e, false
+	}
+	kept := unsafe.String(unsafe.SliceData(t.text[e.off:]), int(e.n+e.mn))
+	return e, sameText(kept[:e.n], text) && kept[e.n:] == member
+}
+
+// put remembers what the scan of text (member) found — spans and the
+// tokens taken, substrings of text — under hash h in the tenant's map m
+// (nil: none yet) and returns the map now holding it. A different text
+// with the same hash is replaced.
+func (t *textMemo) put(tenant string, m map[uint64]textEntry, h uint64, text, member string, spans []span, taken []string) map[uint64]textEntry {
+	base := uintptr(unsafe.Pointer(unsafe.StringData(text)))
+	for _, tok := range taken {
+		// The scan records substrings of text; anything else is not kept.
+		if p := uintptr(unsafe.Pointer(unsafe.StringData(tok))); p < base || p-base+uintptr(len(tok)) > uintptr(len(text)) {
+			return m
+		}
+	}
+	if t.tenants == nil || len(t.text)+len(text)+len(member) > textMaxBytes ||
+		len(t.spans)+len(spans)+len(taken) > textMaxSpans || t.entries >= textMaxEntries {
+		t.reset()
+		m = nil
+	}
+	if m == nil {
+		m = map[uint64]textEntry{}
+		t.tenants[strings.Clone(tenant)] = m
+	}
+	e := textEntry{off: uint32(len(t.text)), n: uint32(len(text)), mn: uint32(len(member)),
+		s0: uint32(len(t.spans)), ns: uint32(len(spans)), nt: uint32(len(taken))}
+	t.text = append(append(t.text, text...), member...)
+	t.spans = append(t.spans, spans...)
+	for _, tok := range taken {
+		st := int(uintptr(unsafe.Pointer(unsafe.StringData(tok))) - base)
+		t.spans = append(t.spans, span{st, st + len(tok), -1})
+	}
+	m[h] = e
+	t.entries++
+	return m
+}
+
+// use appends entry e's spans and tokens (substrings of text, the entry's
+// text) to k's.
+func (t *textMemo) use(k *masker, e textEntry, text string) {
+	k.spans = append(k.spans, t.spans[e.s0:e.s0+e.ns]...)
+	for _, r := range t.spans[e.s0+e.ns : e.s0+e.ns+e.nt] {
+		k.det.taken = append(k.det.taken, text[r.start:r.end])
+	}
+}
+
+// reset forgets everything; the slabs are kept for reuse.
+func (t *textMemo) reset() {
+	t.tenants = map[string]map[uint64]textEntry{}
+	t.text, t.spans = t.text[:0], t.spans[:0]
+	t.entries = 0
+}
+
+const (
+	hashMul1 = 0x9E3779B97F4A7C15
+	hashMul2 = 0xC2B2AE3D27D4EB4F
+)
+
+// hashText hashes member and text eight bytes at a time (the unaligned
+// loads assume a little-endian machine, as wasm is). Not a defence against
+// chosen collisions: entries are compared in full before use.
+func hashText(member, text string) uint64 {
+	h := uint64(len(member))*hashMul1 ^ uint64(len(text))*hashMul2
+	h = mixWords(h, member)
+	return mixWords(h, text)
+}
+
+func mixWords(h uint64, s string) uint64 {
+	n := len(s)
+	p := unsafe.Pointer(unsafe.StringData(s))
+	i := 0
+	for ; i+32 <= n; i += 32 {
+		// Four independent lanes a step: fewer loop tests inside wasm.
+		a := (*(*uint64)(unsafe.Add(p, i)) ^ h) * hashMul1
+		b := (*(*uint64)(unsafe.Add(p, i+8)) ^ h>>7) * hashMul2
+		c := (*(*uint64)(unsafe.Add(p, i+16)) ^ h>>13) * hashMul1
+		d := (*(*uint64)(unsafe.Add(p, i+24)) ^ h>>19) * hashMul2
+		h = bits.RotateLeft64(a, 29) ^ bits.RotateLeft64(b, 37) ^ bits.RotateLeft64(c, 43) ^ d
+	}
+	for ; i+8 <= n; i += 8 {
+		h = bits.RotateLeft64((h^*(*uint64)(unsafe.Add(p, i)))*hashMul1, 29)
+	}
+	var w uint64
+	for j := n - 1; j >= i; j-- {
+		w = w<<8 | uint64(s[j])
+	}
+	h = (h ^ w) * hashMul2
+	return h ^ h>>32
+}
+
+// sameText is a == b, thirty-two bytes a step.
+func sameText(a, b string) bool {
+	n := len(a)
+	if n != len(b) {
+		return false
+	}
+	pa, pb := unsafe.Pointer(unsafe.StringData(a)), unsafe.Pointer(unsafe.StringData(b))
+	i := 0
+	for ; i+32 <= n; i += 32 {
+		x := *(*uint64)(unsafe.Add(pa, i)) ^ *(*uint64)(unsafe.Add(pb, i))
+		x |= *(*uint64)(unsafe.Add(pa, i+8)) ^ *(*uint64)(unsafe.Add(pb, i+8))
+		x |= *(*uint64)(unsafe.Add(pa, i+16)) ^ *(*uint64)(unsafe.Add(pb, i+16))
+		x |= *(*uint64)(unsafe.Add(pa, i+24)) ^ *(*uint64)(unsafe.Add(pb, i+24))
+		if x != 0 {
+			return false
+		}
+	}
+	for ; i+8 <= n; i += 8 {
+		if *(*uint64)(unsafe.Add(pa, i)) != *(*uint64)(unsafe.Add(pb, i)) {
+			return false
+		}
+	}
+	return a[i:] == b[i:]
+}
+
 // scanSegment appends the built-in entities of text (a segment whose JSON
-// member is member) to k.spans, from the memo when this tenant's instance
+// member is member) to k.spans, from a memo when this tenant's instance
 // scanned the same text before.
 func (k *masker) scanSegment(text, member string) {
 	k.det.member = member
 	if len(text) < memoMinLen {
 		k.spans = k.det.scan(text, k.spans)
+		return
+	}
+	if len(text) <= textKeyMax {
+		h := hashText(member, text)
+		if e, ok := texts.get(k.texts, h, text, member); ok {
+			texts.hits++
+			texts.use(k, e, text)
+			return
+		}
+		s0, t0 := len(k.spans), len(k.det.taken)
+		k.spans = k.det.scan(text, k.spans)
+		k.texts = texts.put(k.tenant, k.texts, h, text, member, k.spans[s0:], k.det.taken[t0:])
 		return
 	}
 	key := memo.KeyOf(k.tenant, member, text)

@@ -30,6 +30,9 @@ func memoRequest(last string) wire.Request {
 	}
 }
 
+// memoHits counts the hits of both memo tables.
+func memoHits() int { return memoized.Hits + texts.hits }
+
 // TestMemoSameDecisions: a request whose long segments were scanned before
 // (the agent's next turn) is masked exactly as when they were new, its
 // placeholders numbered around the caller's own, from the memo; another
@@ -37,14 +40,15 @@ func memoRequest(last string) wire.Request {
 // again.
 func TestMemoSameDecisions(t *testing.T) {
 	memoized.Reset()
+	texts.reset()
 	h := plugintest.New(t, `{}`)
 	run := func(tenant, id, last string) (wire.LayerResult, int) {
 		t.Helper()
-		hits := memoized.Hits
+		hits := memoHits()
 		m := meta(id)
 		m.Tenant = tenant
 		res := h.OnRequest(wire.LayerRequest{Meta: m, Request: memoRequest(last)})
-		return res, memoized.Hits - hits
+		return res, memoHits() - hits
 	}
 	first, hits := run("t1", "req_1", "Now fix the test.")
 	if hits != 0 {
@@ -58,8 +62,8 @@ func TestMemoSameDecisions(t *testing.T) {
 		t.Fatalf("system: %q", sys)
 	}
 	again, hits := run("t1", "req_2", "Now fix the test.")
-	if hits != 4 {
-		t.Fatalf("the next turn: %d memo hits, want the 4 long segments", hits)
+	if hits != 5 {
+		t.Fatalf("the next turn: %d memo hits, want the 5 segments of memoMinLen bytes or more", hits)
 	}
 	if !reflect.DeepEqual(again.Request, first.Request) || !reflect.DeepEqual(again.Headers, first.Headers) {
 		t.Fatalf("from the memo:\n%+v\nwant\n%+v", again.Request, first.Request)
@@ -67,13 +71,13 @@ func TestMemoSameDecisions(t *testing.T) {
 	if _, hits := run("t2", "req_3", "Now fix the test."); hits != 0 {
 		t.Fatalf("another tenant: %d memo hits", hits)
 	}
-	// One segment changed: it is scanned, the other three come from the memo.
+	// One segment changed: it is scanned, the other four come from the memo.
 	req := memoRequest("Now fix the test.")
 	req.Messages[0].Content[0].Text += " Or bob@example.org."
-	hits = memoized.Hits
+	hits = memoHits()
 	res := h.OnRequest(wire.LayerRequest{Meta: meta("req_4"), Request: req})
-	if memoized.Hits-hits != 3 || !strings.Contains(res.Request.Messages[0].Content[0].Text, "Or [EMAIL_4].") {
-		t.Fatalf("%d hits; %q", memoized.Hits-hits, res.Request.Messages[0].Content[0].Text)
+	if memoHits()-hits != 4 || !strings.Contains(res.Request.Messages[0].Content[0].Text, "Or [EMAIL_4].") {
+		t.Fatalf("%d hits; %q", memoHits()-hits, res.Request.Messages[0].Content[0].Text)
 	}
 	// A value that blocks in the newest turn still blocks from the memo.
 	mnemonic := "legal winner thank year wave sausage worth useful legal winner thank yellow"
@@ -81,6 +85,96 @@ func TestMemoSameDecisions(t *testing.T) {
 	for _, id := range []string{"req_5", "req_6"} {
 		if res, _ := run("t1", id, long); res.Action != wire.ActionReject || res.Error == nil || res.Error.Status != 400 {
 			t.Fatalf("%s: action %d error %+v", id, res.Action, res.Error)
+		}
+	}
+}
+
+// The text memo answers only for the very text (and member) it scanned: an
+// entry found under the same hash but holding another text, or the same
+// text of another member, is a miss.
+func TestTextMemoExact(t *testing.T) {
+	texts.reset()
+	a := strings.Repeat("the health factor is 1.84 and the key is ", 4)
+	b := strings.Replace(a, "1.84", "1.85", 1) // same length, one byte apart
+	m := texts.put("t1", nil, 42, a, "", []span{{3, 7, kEmail}}, []string{a[10:14]})
+	for _, c := range []struct {
+		text, member string
+		want         bool
+	}{{a, "", true}, {b, "", false}, {a, "note", false}, {a[:len(a)-1], "", false}} {
+		e, ok := texts.get(m, 42, c.text, c.member)
+		if ok != c.want {
+			t.Fatalf("get(%q, %q) = %v, want %v", c.text[30:40], c.member, ok, c.want)
+		}
+		if ok {
+			var k masker
+			texts.use(&k, e, c.text)
+			if !reflect.DeepEqual(k.spans, []span{{3, 7, kEmail}}) || !reflect.DeepEqual(k.det.taken, []string{a[10:14]}) {
+				t.Fatalf("use: %v %q", k.spans, k.det.taken)
+			}
+		}
+	}
+	if _, ok := texts.get(m, 43, a, ""); ok {
+		t.Fatal("found under another hash")
+	}
+}
+
+// The text memo's copies, spans and entries stay within their bounds: past
+// one it starts over.
+func TestTextMemoBound(t *testing.T) {
+	texts.reset()
+	text := strings.Repeat("x", 1000)
+	var m map[uint64]textEntry
+	for i := range 3 * textMaxBytes / len(text) {
+		m = texts.put("t1", m, uint64(i), text, "", nil, nil)
+		if len(texts.text) > textMaxBytes || texts.entries > textMaxEntries {
+			t.Fatalf("after %d: %d bytes, %d entries", i, len(texts.text), texts.entries)
+		}
+	}
+	for i := range 2 * textMaxEntries {
+		m = texts.put("t1", m, uint64(i), "short text", "", []span{{0, 1, kEmail}}, nil)
+		if texts.entries > textMaxEntries || len(texts.spans) > textMaxSpans {
+			t.Fatalf("after %d: %d entries, %d spans", i, texts.entries, len(texts.spans))
+		}
+	}
+}
+
+// sameText and hashText agree with == on texts of every length around
+// their eight- and thirty-two-byte steps.
+func TestSameTextHash(t *testing.T) {
+	base := strings.Repeat("0123456789abcdef", 8)
+	for n := range len(base) {
+		a := base[:n]
+		if !sameText(a, strings.Clone(a)) || hashText("", a) != hashText("", strings.Clone(a)) {
+			t.Fatalf("len %d: a copy differs", n)
+		}
+		for i := range n {
+			b := []byte(a)
+			b[i] ^= 1
+			if sameText(a, string(b)) {
+				t.Fatalf("len %d: byte %d changed, still the same", n, i)
+			}
+			if hashText("", a) == hashText("", string(b)) {
+				t.Fatalf("len %d: byte %d changed, same hash", n, i)
+			}
+		}
+	}
+	if hashText("a", "b") == hashText("", "ab") {
+		t.Fatal("member and text run together")
+	}
+}
+
+// A segment longer than textKeyMax is remembered under the host's SHA-256.
+func TestMemoLongSegment(t *testing.T) {
+	memoized.Reset()
+	texts.reset()
+	h := plugintest.New(t, `{}`)
+	long := strings.Repeat("Keep the answer short and cite the file you changed. ", textKeyMax/50) + " Mail " + email + "."
+	for i, want := range []int{0, 1} {
+		hits := memoized.Hits
+		m := meta("req_long" + string(rune('0'+i)))
+		res := h.OnRequest(wire.LayerRequest{Meta: m, Request: wire.Request{Messages: []wire.Message{userMsg(text(long))}}})
+		if memoized.Hits-hits != want || !strings.HasSuffix(res.Request.Messages[0].Content[0].Text, " Mail [EMAIL_1].") {
+			t.Fatalf("request %d: %d hits, %q", i, memoized.Hits-hits, res.Request.Messages[0].Content[0].Text[len(long)-30:])
 		}
 	}
 }
