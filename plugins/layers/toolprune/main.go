@@ -365,12 +365,25 @@ func headerSafe(s string) bool {
 // pass leaves the tools as they are: no patch, so the caller's bytes can
 // still be forwarded untouched.
 func pass(res *wire.LayerResult, total int, reason string) {
-	n := strconv.Itoa(total)
+	// An agent offers the same tools every turn: the header's value is
+	// kept for the last count (inside wasm an allocation costs about a
+	// microsecond, the whole of this path's own work).
+	if total != passedTotal || passedText == "" {
+		n := strconv.Itoa(total)
+		passedTotal, passedText = total, n+"/"+n
+	}
 	res.Headers = append(res.Headers,
-		wire.KV{Key: HeaderTools, Value: n + "/" + n},
+		wire.KV{Key: HeaderTools, Value: passedText},
 		wire.KV{Key: HeaderReason, Value: reason})
 	plugin.CounterAdd(metricPassed, 1)
 }
+
+// passedTotal and passedText are the last count pass was given and its
+// header value.
+var (
+	passedTotal int
+	passedText  string
+)
 
 // toolBytes estimates the size of a tool's definition as JSON.
 func toolBytes(t *wire.Tool) int {

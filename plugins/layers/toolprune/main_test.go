@@ -108,6 +108,14 @@ func TestUnderThresholdPassesThrough(t *testing.T) {
 	if header(res.Headers, HeaderSavedTokens) != "" {
 		t.Fatal("saved-tokens header without pruning")
 	}
+	// The header's value is kept for the last count, never reused for
+	// another.
+	for _, n := range []int{2, 16, 2, 3} {
+		req := agentRequest(catalog(t)[:n], "Swap 1 ETH to USDC.")
+		if got, want := header(h.OnRequest(req).Headers, HeaderTools), strconv.Itoa(n)+"/"+strconv.Itoa(n); got != want {
+			t.Fatalf("%d tools: %s = %q", n, HeaderTools, got)
+		}
+	}
 	// No tools: no header at all.
 	req.Request.Tools = nil
 	if res := h.OnRequest(req); res.Patched != 0 || len(res.Headers) != 0 {
