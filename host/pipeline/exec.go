@@ -253,9 +253,9 @@ func (x *Exchange) addHeaders(hs []wire.KV) {
 			continue
 		}
 		if x.Headers == nil {
-			// The shipped layers add about one each: one allocation for
+			// The shipped layers add a dozen or so: one allocation for
 			// the request rather than one per doubling.
-			x.Headers = make([]wire.KV, 0, 8)
+			x.Headers = make([]wire.KV, 0, 16)
 		}
 		x.Headers = append(x.Headers, h)
 	}
