@@ -217,6 +217,9 @@ func (c *Classifier) Explain(ctx context.Context, texts []string) ([]Result, err
 	res := make([]Result, len(texts))
 	rows := make([]termRow, len(texts))
 	layouts := make([]layout, len(texts))
+	// The literals of a text that is all prose (the usual short turn) are
+	// its prose's: the vocabulary check below need not scan it again.
+	proseFound := make([]found, len(texts))
 	for i, t := range texts {
 		if !c.modelOnly {
 			rr := ScoreRules(t)
@@ -224,6 +227,9 @@ func (c *Classifier) Explain(ctx context.Context, texts []string) ([]Result, err
 			// The model sees the prose: code, config and log lines make
 			// a bag-of-words model cry injection (context.go).
 			layouts[i] = rr.layout
+			if rr.layout.view == t {
+				proseFound[i] = rr.found
+			}
 			t = rr.layout.view
 			if len(rr.Decoded) > 0 {
 				// Hidden text is scored as if it were visible.
@@ -247,7 +253,7 @@ func (c *Classifier) Explain(ctx context.Context, texts []string) ([]Result, err
 		// vocabulary is only looked for when the cap would change the
 		// score.
 		if !c.modelOnly && r.Model > modelAloneCap && !corroborated(r.Hits, func() bool {
-			return !layouts[i].code && usesAttackVocabulary(layouts[i].view)
+			return !layouts[i].code && usesAttackVocabulary(layouts[i].view, proseFound[i])
 		}) {
 			r.Score = modelAloneCap
 		}

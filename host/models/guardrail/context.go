@@ -284,9 +284,13 @@ var attackVocabulary = regexp.MustCompile(`(?i)\b(?:(?:your|ur)[ \t]+(?:instruct
 // vocabularyFilter is attackVocabulary's prefilter (prefilter.go).
 var vocabularyFilter filter
 
-// usesAttackVocabulary reports whether prose uses the attack vocabulary.
-func usesAttackVocabulary(prose string) bool {
-	return vocabularyFilter.pass(scanText(prose)) && attackVocabulary.MatchString(prose)
+// usesAttackVocabulary reports whether prose uses the attack vocabulary;
+// fd is the prefilter literals in prose when known (nil: scanned here).
+func usesAttackVocabulary(prose string, fd found) bool {
+	if fd == nil {
+		fd = scanText(prose)
+	}
+	return vocabularyFilter.pass(fd) && attackVocabulary.MatchString(prose)
 }
 
 // corroborated reports whether the model's score may count in full: the

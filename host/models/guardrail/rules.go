@@ -439,6 +439,7 @@ type RuleResult struct {
 	Decoded []string
 
 	layout layout // the text's prose and code lines (context.go)
+	found  found  // the prefilter literals in the text as given
 }
 
 // ScoreRules runs the rule table over text and over the decodings of it
@@ -478,6 +479,7 @@ func ScoreRules(text string) RuleResult {
 		return any
 	}
 	sc := newScanned(text)
+	res.found = sc.found
 	scan("", sc)
 	res.Hits = scoreMultilingual(text, sc.found, fired, res.Hits)
 
