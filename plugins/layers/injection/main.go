@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/bardoinference/bardo/sdk/jsonscan"
 	"github.com/bardoinference/bardo/sdk/plugin"
@@ -193,7 +194,47 @@ type piece struct {
 	msg  int
 }
 
-func (p piece) where() string { return p.kind + " in message " + strconv.Itoa(p.msg) }
+func (p piece) where() string {
+	if p.msg >= len(whereCache) {
+		return p.kind + " in message " + strconv.Itoa(p.msg)
+	}
+	c := &whereCache[p.msg]
+	for i := range c {
+		if c[i].kind == p.kind {
+			return c[i].s
+		}
+		if c[i].kind == "" {
+			c[i] = whereText{p.kind, p.kind + " in message " + strconv.Itoa(p.msg)}
+			return c[i].s
+		}
+	}
+	return p.kind + " in message " + strconv.Itoa(p.msg)
+}
+
+// whereText is a formatted where for one kind of block.
+type whereText struct{ kind, s string }
+
+// whereCache keeps where's strings, per message number and kind (there are
+// three kinds), and scoreTexts the score header's: every request sends
+// both, and inside wasm a string built is an allocation.
+var (
+	whereCache [256][3]whereText
+	scoreTexts = map[string]string{}
+)
+
+// scoreText is the score as the header gives it, 3 decimals.
+func scoreText(f float32) string {
+	var num [16]byte
+	b := strconv.AppendFloat(num[:0], float64(f), 'f', 3, 32)
+	if s, ok := scoreTexts[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(scoreTexts) < 2048 { // 0.000–1.000, and any NaN or odd value
+		scoreTexts[s] = s
+	}
+	return s
+}
 
 // pieceBuf is pieces' slice, reused: an instance serves one call at a time
 // (its strings alias the call's input, and are overwritten the next call).
@@ -414,14 +455,16 @@ var keyBuf []byte
 
 // scoreKey is the kv key of text's score: "s:" and the hex of the first 16
 // bytes of SHA-256(model, 0, text).
-func scoreKey(text string) string {
+func scoreKey(text string) (key [2 + 32]byte) {
 	keyBuf = append(append(append(keyBuf[:0], cfg.model...), 0), text...)
 	sum := plugin.SHA256(keyBuf)
-	var key [2 + 32]byte
 	key[0], key[1] = 's', ':'
 	hex.Encode(key[2:], sum[:16])
-	return string(key[:])
+	return key
 }
+
+// view is b as a string for a call that does not keep it (no copy).
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // scoreMemo is this instance's memory of the scores its tenants' texts got,
 // in front of the tenant's kv: an agent resends its whole conversation
@@ -485,7 +528,7 @@ var (
 	scoreBuf []float32
 	todoBuf  []int
 	textBuf  []string
-	keysBuf  []string
+	keysBuf  [][2 + 32]byte
 )
 
 // scores classifies the pieces, reusing scores this tenant's earlier
@@ -498,7 +541,6 @@ func scores(tenant string, ps []piece) ([]float32, error) {
 	defer func() {
 		// Drop the references into the call's input; keep the capacity.
 		clear(texts)
-		clear(keys)
 		todoBuf, textBuf, keysBuf = todo[:0], texts[:0], keys[:0]
 	}()
 	cached := 0
@@ -511,7 +553,6 @@ func scores(tenant string, ps []piece) ([]float32, error) {
 		}
 	}
 	for i, p := range ps {
-		var key string
 		if cfg.scoreTTL > 0 {
 			if memoOn {
 				if v, ok := memo.get(tenant, p.text); ok {
@@ -520,11 +561,13 @@ func scores(tenant string, ps []piece) ([]float32, error) {
 					continue
 				}
 			}
-			key = scoreKey(p.text)
-			if v, ok := plugin.KVGet(key); ok {
-				if f, err := strconv.ParseFloat(string(v), 32); err == nil {
+			// The key goes where KVPut will want it, if the text is new.
+			keys = append(keys, scoreKey(p.text))
+			if v, ok := plugin.KVGet(view(keys[len(keys)-1][:])); ok {
+				if f, err := strconv.ParseFloat(view(v), 32); err == nil {
 					out[i] = float32(f)
 					cached++
+					keys = keys[:len(keys)-1]
 					if memoOn {
 						memo.put(tenant, p.text, out[i], now)
 					}
@@ -534,7 +577,6 @@ func scores(tenant string, ps []piece) ([]float32, error) {
 		}
 		todo = append(todo, i)
 		texts = append(texts, p.text)
-		keys = append(keys, key)
 	}
 	if cached > 0 {
 		// One host call for the request, not one per piece.
@@ -565,11 +607,11 @@ func scores(tenant string, ps []piece) ([]float32, error) {
 		plugin.Observe(metricScore, float64(out[i]))
 		if cfg.scoreTTL > 0 {
 			v := strconv.AppendFloat(num[:0], float64(out[i]), 'f', 4, 32)
-			_ = plugin.KVPut(keys[j], v, cfg.scoreTTL)
+			_ = plugin.KVPut(view(keys[j][:]), v, cfg.scoreTTL)
 			if memoOn {
 				// What the kv gives back, so a score reused from either
 				// is the same number.
-				f, _ := strconv.ParseFloat(string(v), 32)
+				f, _ := strconv.ParseFloat(view(v), 32)
 				memo.put(tenant, texts[j], float32(f), now)
 			}
 		}
@@ -595,7 +637,7 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 		}
 	}
 	top := sc[worst]
-	res.Headers = append(res.Headers, wire.KV{Key: HeaderInjection, Value: strconv.FormatFloat(float64(top), 'f', 3, 32)},
+	res.Headers = append(res.Headers, wire.KV{Key: HeaderInjection, Value: scoreText(top)},
 		wire.KV{Key: HeaderWhere, Value: ps[worst].where()})
 	if top < cfg.threshold {
 		res.Headers = append(res.Headers, wire.KV{Key: HeaderAction, Value: "pass"})
