@@ -147,6 +147,10 @@ func (p *Pipeline) RequestPhase(ctx context.Context, x *Exchange) (*wire.Respons
 			continue
 		}
 		x.addHeaders(res.Headers)
+		if x.Meta.Annotations == nil && len(res.Annotations) > 0 {
+			// Most shipped layers note one: room for them at once.
+			x.Meta.Annotations = make([]wire.KV, 0, len(p.request))
+		}
 		x.Meta.Annotations = append(x.Meta.Annotations, res.Annotations...)
 		if res.SkipAnswer {
 			x.skipAnswer(l)
