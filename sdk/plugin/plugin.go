@@ -345,14 +345,15 @@ func runLayer(op Op, in []byte) error {
 			return err
 		}
 		if in2.UnchangedOK {
-			evSnap = append(evSnap[:0], in2.Events...)
+			snapshot(in2.Events)
 		}
 		if err := layer.OnStream(in2, res); err != nil {
 			return err
 		}
 		if in2.UnchangedOK {
-			res.Unchanged = unchanged(res.Events, in2.Events, evSnap)
+			res.Unchanged = unchanged(res.Events, in2.Events, evSnap) && sameContents(in2.Events)
 			clear(evSnap) // it holds views of the input: keep none past the call
+			clear(evErrs)
 		}
 		encodeOK(res)
 		return nil
@@ -634,8 +635,53 @@ func leU32(b []byte) uint32 {
 
 // evSnap is a copy of a stream batch's events taken before the hook, so
 // that a hook which edits in.Events in place and hands them back is seen
-// to have changed them.
-var evSnap []wire.Event
+// to have changed them; evBytes and evErrs copy what the events point to
+// and a hook could edit in place too (a block's raw bytes, an error).
+var (
+	evSnap  []wire.Event
+	evBytes []byte
+	evErrs  []wire.Error
+)
+
+// snapshot copies a batch's events and what they point to before the hook.
+func snapshot(evs []wire.Event) {
+	evSnap = append(evSnap[:0], evs...)
+	evBytes, evErrs = evBytes[:0], evErrs[:0]
+	for i := range evs {
+		b := &evs[i].Block
+		evBytes = append(append(append(evBytes, b.Data...), b.CacheControl...), b.Extra...)
+		if evs[i].Error != nil {
+			evErrs = append(evErrs, *evs[i].Error)
+		}
+	}
+}
+
+// sameContents reports whether what the events point to is as snapshot
+// copied it; their words compared equal already (the same slices and
+// pointers, so the same lengths).
+func sameContents(evs []wire.Event) bool {
+	rest, errs := evBytes, evErrs
+	same := func(b []byte) bool {
+		if string(rest[:len(b)]) != string(b) {
+			return false
+		}
+		rest = rest[len(b):]
+		return true
+	}
+	for i := range evs {
+		b := &evs[i].Block
+		if len(b.Data)+len(b.CacheControl)+len(b.Extra) > 0 && (!same(b.Data) || !same(b.CacheControl) || !same(b.Extra)) {
+			return false
+		}
+		if e := evs[i].Error; e != nil {
+			if *e != errs[0] {
+				return false
+			}
+			errs = errs[1:]
+		}
+	}
+	return true
+}
 
 // unchanged reports whether a hook's out is its input in, untouched: the
 // same backing array and length (the hook handed in.Events back), and
