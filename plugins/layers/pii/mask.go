@@ -38,8 +38,8 @@ type masker struct {
 	m      mapping
 	buf    []byte
 	dec    []byte
-	tenant string               // the request's tenant: the memo's partition (memo.go)
-	texts  map[uint64]textEntry // the tenant's map in the text memo (memo.go)
+	tenant string // the request's tenant: the memo's partition (memo.go)
+	seed   uint64 // tenantSeed(tenant): starts its hashes in the text memo
 
 	masked, redacted int
 	blocked          []int // entity ids with action block that were found
@@ -359,7 +359,7 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	k := &work
 	k.reset()
 	k.tenant = req.Meta.Tenant
-	k.texts = texts.of(k.tenant)
+	k.seed = tenantSeed(k.tenant)
 	k.collect(&req.Request)
 	if len(k.segs) == 0 {
 		return nil

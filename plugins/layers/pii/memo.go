@@ -20,11 +20,10 @@ import (
 //
 // Two tables, by the segment's length:
 //
-//   - up to textKeyMax bytes, the text itself is the key (texts). The
-//     guest's map hash and a full compare on a hit cost a fraction of
-//     scanning the text (inside wasm the scan of a digit-dense 400-byte turn
-//     costs several µs, its lookup well under one), and of a host call; a
-//     hit is never another text's result;
+//   - up to textKeyMax bytes, the text itself is the key (texts): a hit is
+//     never another text's result, and finding it costs a fraction of
+//     scanning the text (inside wasm the scan of a digit-dense 400-byte
+//     turn costs several µs) and of a host call;
 //   - longer, the host's native SHA-256 of the text (memoized, sdk/memo):
 //     hashing 85 KB natively costs a few tens of µs, the scan inside wasm
 //     about half a millisecond, and keeping the text would cost its size.
@@ -36,11 +35,12 @@ const (
 	// textKeyMax: segments up to this length are keyed by their text.
 	textKeyMax = 8 << 10
 	// textMaxBytes, textMaxSpans and textMaxEntries bound texts: its copies
-	// of the texts, the spans and tokens found, its entries; when one is
-	// reached it starts over.
+	// of the texts (with tenant and member), the spans and tokens found,
+	// its entries; when one is reached it starts over.
 	textMaxBytes   = 256 << 10
 	textMaxSpans   = 4096
-	textMaxEntries = 4096
+	textMaxEntries = 2048
+	textSlots      = 2 * textMaxEntries // open addressing, at most half full
 	// memoMaxEntries bounds memoized; when full it starts over.
 	memoMaxEntries = 4096
 )
@@ -54,77 +54,83 @@ type memoEntry struct {
 
 var memoized = memo.Table[memoEntry]{Max: memoMaxEntries}
 
-// textMemo is the table keyed by text: per tenant, a 64-bit hash of the
-// member and text (wasm-friendly, eight bytes a step: Go's own map hash and
-// string compare go a byte or two at a time inside wasm, ~1.4 µs per 500
-// bytes) indexes an entry that keeps a copy of both, compared in full, also
-// eight bytes a step, before its result is used.
+// textMemo is the table keyed by text. Go's own map hash and string
+// compare go a byte or two at a time inside wasm (~1.4 µs per 500 bytes),
+// and its maps allocate as they grow; so a 64-bit hash of tenant, member
+// and text, eight bytes a step, picks a slot of a fixed open-addressing
+// index, and the entry there keeps a copy of the three, compared in full,
+// also eight bytes a step, before its result is used.
 //
-// The copies, spans and placeholder-shaped tokens live in three slabs the
-// entries index, so remembering a text allocates nothing once the slabs
-// have grown, and the guest's GC has no pointers to chase in the table.
+// The copies, spans and tokens live in slabs the entries index: once they
+// have grown, remembering a text allocates nothing, and the guest's GC has
+// no pointers to chase in the table.
 type textMemo struct {
-	tenants map[string]map[uint64]textEntry
-	text    []byte // the texts, each followed by its member
-	spans   []span // each entry's spans, then its tokens (start, end; ent unused)
-	entries int
-	hits    int // lookups that found their text (tests read it)
+	slots   []uint32    // entry index + 1; 0 is empty
+	entries []textEntry // in insertion order
+	text    []byte      // each entry's tenant, member and text
+	spans   []span      // each entry's spans, then its tokens (start, end; ent unused)
+	hits    int         // lookups that found their text (tests read it)
 }
 
 // textEntry locates a remembered text and what the scan found in it.
 type textEntry struct {
-	off, n, mn uint32 // text[off:off+n] is the text, the next mn bytes its member
+	hash       uint64
+	off        uint32 // text[off:] holds the tenant (tn bytes), member (mn), text (n)
+	tn, mn, n  uint32
 	s0, ns, nt uint32 // spans[s0:s0+ns] its spans, the next nt its tokens
 }
 
 var texts textMemo
 
-// of returns the tenant's map, nil when it has none yet.
-func (t *textMemo) of(tenant string) map[uint64]textEntry { return t.tenants[tenant] }
-
-// get returns the entry of text and member under hash h in m, if it holds
-// exactly those.
-func (t *textMemo) get(m map[uint64]textEntry, h uint64, text, member string) (textEntry, bool) {
-	e, ok := m[h]
-	if !ok || int(e.n) != len(text) || int(e.mn) != len(member) {
-		return e, false
+// get returns the entry of tenant, member and text, whose hash is h.
+func (t *textMemo) get(h uint64, tenant, member, text string) (textEntry, bool) {
+	if t.slots == nil {
+		return textEntry{}, false
 	}
-	kept := unsafe.String(unsafe.SliceData(t.text[e.off:]), int(e.n+e.mn))
-	return e, sameText(kept[:e.n], text) && kept[e.n:] == member
+	for i := h; ; i++ {
+		s := t.slots[i&(textSlots-1)]
+		if s == 0 {
+			return textEntry{}, false
+		}
+		e := t.entries[s-1]
+		if e.hash != h || int(e.n) != len(text) || int(e.mn) != len(member) || int(e.tn) != len(tenant) {
+			continue
+		}
+		kept := unsafe.String(unsafe.SliceData(t.text[e.off:]), int(e.tn+e.mn+e.n))
+		if sameText(kept[e.tn+e.mn:], text) && kept[:e.tn] == tenant && kept[e.tn:e.tn+e.mn] == member {
+			return e, true
+		}
+	}
 }
 
-// put remembers what the scan of text (member) found — spans and the
-// tokens taken, substrings of text — under hash h in the tenant's map m
-// (nil: none yet) and returns the map now holding it. A different text
-// with the same hash is replaced.
-func (t *textMemo) put(tenant string, m map[uint64]textEntry, h uint64, text, member string, spans []span, taken []string) map[uint64]textEntry {
+// put remembers what the scan of text found — spans, and the tokens taken
+// (substrings of text) — under hash h. It is called after get missed.
+func (t *textMemo) put(h uint64, tenant, member, text string, spans []span, taken []string) {
 	base := uintptr(unsafe.Pointer(unsafe.StringData(text)))
 	for _, tok := range taken {
 		// The scan records substrings of text; anything else is not kept.
 		if p := uintptr(unsafe.Pointer(unsafe.StringData(tok))); p < base || p-base+uintptr(len(tok)) > uintptr(len(text)) {
-			return m
+			return
 		}
 	}
-	if t.tenants == nil || len(t.text)+len(text)+len(member) > textMaxBytes ||
-		len(t.spans)+len(spans)+len(taken) > textMaxSpans || t.entries >= textMaxEntries {
+	if t.slots == nil || len(t.entries) >= textMaxEntries ||
+		len(t.text)+len(tenant)+len(member)+len(text) > textMaxBytes || len(t.spans)+len(spans)+len(taken) > textMaxSpans {
 		t.reset()
-		m = nil
 	}
-	if m == nil {
-		m = map[uint64]textEntry{}
-		t.tenants[strings.Clone(tenant)] = m
-	}
-	e := textEntry{off: uint32(len(t.text)), n: uint32(len(text)), mn: uint32(len(member)),
+	e := textEntry{hash: h, off: uint32(len(t.text)), tn: uint32(len(tenant)), mn: uint32(len(member)), n: uint32(len(text)),
 		s0: uint32(len(t.spans)), ns: uint32(len(spans)), nt: uint32(len(taken))}
-	t.text = append(append(t.text, text...), member...)
+	t.text = append(append(append(t.text, tenant...), member...), text...)
 	t.spans = append(t.spans, spans...)
 	for _, tok := range taken {
 		st := int(uintptr(unsafe.Pointer(unsafe.StringData(tok))) - base)
 		t.spans = append(t.spans, span{st, st + len(tok), -1})
 	}
-	m[h] = e
-	t.entries++
-	return m
+	t.entries = append(t.entries, e)
+	i := h
+	for t.slots[i&(textSlots-1)] != 0 {
+		i++
+	}
+	t.slots[i&(textSlots-1)] = uint32(len(t.entries))
 }
 
 // use appends entry e's spans and tokens (substrings of text, the entry's
@@ -138,9 +144,11 @@ func (t *textMemo) use(k *masker, e textEntry, text string) {
 
 // reset forgets everything; the slabs are kept for reuse.
 func (t *textMemo) reset() {
-	t.tenants = map[string]map[uint64]textEntry{}
-	t.text, t.spans = t.text[:0], t.spans[:0]
-	t.entries = 0
+	if t.slots == nil {
+		t.slots = make([]uint32, textSlots)
+	}
+	clear(t.slots)
+	t.entries, t.text, t.spans = t.entries[:0], t.text[:0], t.spans[:0]
 }
 
 const (
@@ -148,21 +156,27 @@ const (
 	hashMul2 = 0xC2B2AE3D27D4EB4F
 )
 
-// hashText hashes member and text eight bytes at a time (the unaligned
-// loads assume a little-endian machine, as wasm is). Not a defence against
-// chosen collisions: entries are compared in full before use.
-func hashText(member, text string) uint64 {
-	h := uint64(len(member))*hashMul1 ^ uint64(len(text))*hashMul2
-	h = mixWords(h, member)
+// tenantSeed starts the hashes of a tenant's texts.
+func tenantSeed(tenant string) uint64 { return mixWords(uint64(len(tenant))*hashMul1, tenant) }
+
+// hashText hashes member and text after seed (tenantSeed). Not a defence
+// against chosen collisions: entries are compared in full before use.
+func hashText(seed uint64, member, text string) uint64 {
+	h := seed ^ uint64(len(member))*hashMul1 ^ uint64(len(text))*hashMul2
+	if member != "" {
+		h = mixWords(h, member)
+	}
 	return mixWords(h, text)
 }
 
+// mixWords hashes s into h eight bytes at a time (the unaligned loads
+// assume a little-endian machine, as wasm is).
 func mixWords(h uint64, s string) uint64 {
 	n := len(s)
 	p := unsafe.Pointer(unsafe.StringData(s))
 	i := 0
 	for ; i+32 <= n; i += 32 {
-		// Four independent lanes a step: fewer loop tests inside wasm.
+		// Four lanes a step: fewer loop tests inside wasm.
 		a := (*(*uint64)(unsafe.Add(p, i)) ^ h) * hashMul1
 		b := (*(*uint64)(unsafe.Add(p, i+8)) ^ h>>7) * hashMul2
 		c := (*(*uint64)(unsafe.Add(p, i+16)) ^ h>>13) * hashMul1
@@ -215,15 +229,15 @@ func (k *masker) scanSegment(text, member string) {
 		return
 	}
 	if len(text) <= textKeyMax {
-		h := hashText(member, text)
-		if e, ok := texts.get(k.texts, h, text, member); ok {
+		h := hashText(k.seed, member, text)
+		if e, ok := texts.get(h, k.tenant, member, text); ok {
 			texts.hits++
 			texts.use(k, e, text)
 			return
 		}
 		s0, t0 := len(k.spans), len(k.det.taken)
 		k.spans = k.det.scan(text, k.spans)
-		k.texts = texts.put(k.tenant, k.texts, h, text, member, k.spans[s0:], k.det.taken[t0:])
+		texts.put(h, k.tenant, member, text, k.spans[s0:], k.det.taken[t0:])
 		return
 	}
 	key := memo.KeyOf(k.tenant, member, text)

@@ -89,21 +89,21 @@ func TestMemoSameDecisions(t *testing.T) {
 	}
 }
 
-// The text memo answers only for the very text (and member) it scanned: an
-// entry found under the same hash but holding another text, or the same
-// text of another member, is a miss.
+// The text memo answers only for the very text it scanned, of the same
+// member and tenant: an entry under the same hash that holds another text,
+// member or tenant is a miss.
 func TestTextMemoExact(t *testing.T) {
 	texts.reset()
 	a := strings.Repeat("the health factor is 1.84 and the key is ", 4)
 	b := strings.Replace(a, "1.84", "1.85", 1) // same length, one byte apart
-	m := texts.put("t1", nil, 42, a, "", []span{{3, 7, kEmail}}, []string{a[10:14]})
+	texts.put(42, "t1", "", a, []span{{3, 7, kEmail}}, []string{a[10:14]})
 	for _, c := range []struct {
-		text, member string
-		want         bool
-	}{{a, "", true}, {b, "", false}, {a, "note", false}, {a[:len(a)-1], "", false}} {
-		e, ok := texts.get(m, 42, c.text, c.member)
+		tenant, member, text string
+		want                 bool
+	}{{"t1", "", a, true}, {"t1", "", b, false}, {"t1", "note", a, false}, {"t2", "", a, false}, {"t1", "", a[:len(a)-1], false}} {
+		e, ok := texts.get(42, c.tenant, c.member, c.text)
 		if ok != c.want {
-			t.Fatalf("get(%q, %q) = %v, want %v", c.text[30:40], c.member, ok, c.want)
+			t.Fatalf("get(%q, %q, %q) = %v, want %v", c.tenant, c.member, c.text[30:40], ok, c.want)
 		}
 		if ok {
 			var k masker
@@ -113,8 +113,16 @@ func TestTextMemoExact(t *testing.T) {
 			}
 		}
 	}
-	if _, ok := texts.get(m, 43, a, ""); ok {
+	if _, ok := texts.get(43, "t1", "", a); ok {
 		t.Fatal("found under another hash")
+	}
+	// Another text under the same hash is kept beside it.
+	texts.put(42, "t1", "", b, nil, nil)
+	if _, ok := texts.get(42, "t1", "", a); !ok {
+		t.Fatal("a lost to b")
+	}
+	if e, ok := texts.get(42, "t1", "", b); !ok || e.ns != 0 {
+		t.Fatalf("b: %v %+v", ok, e)
 	}
 }
 
@@ -123,17 +131,16 @@ func TestTextMemoExact(t *testing.T) {
 func TestTextMemoBound(t *testing.T) {
 	texts.reset()
 	text := strings.Repeat("x", 1000)
-	var m map[uint64]textEntry
 	for i := range 3 * textMaxBytes / len(text) {
-		m = texts.put("t1", m, uint64(i), text, "", nil, nil)
-		if len(texts.text) > textMaxBytes || texts.entries > textMaxEntries {
-			t.Fatalf("after %d: %d bytes, %d entries", i, len(texts.text), texts.entries)
+		texts.put(uint64(i), "t1", "", text, nil, nil)
+		if len(texts.text) > textMaxBytes || len(texts.entries) > textMaxEntries {
+			t.Fatalf("after %d: %d bytes, %d entries", i, len(texts.text), len(texts.entries))
 		}
 	}
-	for i := range 2 * textMaxEntries {
-		m = texts.put("t1", m, uint64(i), "short text", "", []span{{0, 1, kEmail}}, nil)
-		if texts.entries > textMaxEntries || len(texts.spans) > textMaxSpans {
-			t.Fatalf("after %d: %d entries, %d spans", i, texts.entries, len(texts.spans))
+	for i := range 3 * textMaxEntries {
+		texts.put(uint64(i%7), "t1", "", "short text", []span{{0, 1, kEmail}}, nil)
+		if len(texts.entries) > textMaxEntries || len(texts.spans) > textMaxSpans {
+			t.Fatalf("after %d: %d entries, %d spans", i, len(texts.entries), len(texts.spans))
 		}
 	}
 }
@@ -144,7 +151,7 @@ func TestSameTextHash(t *testing.T) {
 	base := strings.Repeat("0123456789abcdef", 8)
 	for n := range len(base) {
 		a := base[:n]
-		if !sameText(a, strings.Clone(a)) || hashText("", a) != hashText("", strings.Clone(a)) {
+		if !sameText(a, strings.Clone(a)) || hashText(1, "", a) != hashText(1, "", strings.Clone(a)) {
 			t.Fatalf("len %d: a copy differs", n)
 		}
 		for i := range n {
@@ -153,13 +160,16 @@ func TestSameTextHash(t *testing.T) {
 			if sameText(a, string(b)) {
 				t.Fatalf("len %d: byte %d changed, still the same", n, i)
 			}
-			if hashText("", a) == hashText("", string(b)) {
+			if hashText(1, "", a) == hashText(1, "", string(b)) {
 				t.Fatalf("len %d: byte %d changed, same hash", n, i)
 			}
 		}
 	}
-	if hashText("a", "b") == hashText("", "ab") {
+	if hashText(1, "a", "b") == hashText(1, "", "ab") {
 		t.Fatal("member and text run together")
+	}
+	if hashText(tenantSeed("t1"), "", base) == hashText(tenantSeed("t2"), "", base) {
+		t.Fatal("tenants share hashes")
 	}
 }
 
