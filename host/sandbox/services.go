@@ -143,8 +143,9 @@ func serve(ctx context.Context, m api.Module, stack []uint64, fn serviceFunc) {
 	d, e := &cs.dec, &cs.enc
 	d.Init(input)
 	e.Reset() // the reply starts with the format-version byte the guest checks
-	reply := cs.scratch[:0]
-	if err := fn(ctx, cs, d, e); err != nil {
+	err := fn(ctx, cs, d, e)
+	reply := cs.scratch[:0] // taken after fn, which may use the scratch
+	if err != nil {
 		reply = append(append(reply, svcErr), err.Error()...)
 	} else {
 		reply = append(append(reply, svcOK), e.Bytes()...)
