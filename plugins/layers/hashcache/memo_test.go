@@ -93,9 +93,9 @@ func TestMemoMatchesFresh(t *testing.T) {
 	r.Messages[0].Content[0].IsError = true
 	reqs = append(reqs, r)
 
-	// Long enough to be looked up (memoMinMessage): the calls, their
+	// Long enough to be looked up (memoMinBytes): the calls, their
 	// results and the question.
-	pad := strings.Repeat("and so on ", 30)
+	pad := strings.Repeat("and so on ", 60)
 	for i := range reqs {
 		for j := range reqs[i].Messages {
 			for b := range reqs[i].Messages[j].Content {
