@@ -3,6 +3,7 @@
 package main_test
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -25,6 +26,11 @@ func TestNothingMaskedNoAnswerCalls(t *testing.T) {
 	}
 	if n := calls(); n != 0 {
 		t.Fatalf("%v answer-phase calls for requests with nothing masked; want none", n)
+	}
+	// With no answer-phase layer left, the upstream's answer (same dialect)
+	// is forwarded as it came, as without layers.
+	if n := strings.Count(g.LogLines.String(), "path=passthrough"); n != 2 {
+		t.Errorf("%d of the 2 answers forwarded as they came:\n%s", n, g.LogLines.String())
 	}
 	for _, stream := range []bool{false, true} {
 		r := post(t, g.URL, "/v1/messages", map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 200, "stream": stream,
