@@ -125,6 +125,9 @@ func initConfig() error {
 	}
 	cfg = c
 	keys = keyBuilder{n: n, ignore: ignore}
+	if c.ttlStatic > 0 {
+		keys.markers = c.markers
+	}
 	warmUp()
 	return nil
 }
@@ -285,7 +288,7 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	res.Headers = append(res.Headers, wire.KV{Key: HeaderKey, Value: hexKey[:16]})
 
 	ttl, ttlMs := cfg.ttl, cfg.ttlMs
-	if cfg.ttlStatic > 0 && !hasMarker(canon[keys.msgStart:keys.msgEnd], cfg.markers) {
+	if cfg.ttlStatic > 0 && !keys.volatile {
 		ttl, ttlMs = cfg.ttlStatic, cfg.ttlStaticMs
 	}
 	if v, ok := kvGet(skey); ok {

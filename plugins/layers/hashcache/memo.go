@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -11,12 +12,18 @@ import (
 // turn; of each request only the last turn or two are new. Normalizing every
 // byte inside wasm was most of this layer's request phase, and so, once
 // long texts were memoised by their SHA-256, was the host call hashing each
-// of them. The canonical bytes of a system block, of the tool definitions
-// and of each message depend only on what they were built from (and the
-// configuration, fixed for an instance's life), so they are remembered by
-// that input, compared byte for byte: a piece is reused only when its input
-// is identical, whatever the hash says, and the canonical string — and so
-// the key — is byte for byte what normalizing builds.
+// of them, and then hashing the whole canonical string again for the key.
+//
+// A long system block, the tool definitions and a long message are pieces:
+// the canonical string holds, in each one's place, sepDigest and the
+// SHA-256 of its canonical bytes (the key is then the hash of hashes where
+// pieces are, which SHA-256's collision resistance keeps as unique as
+// before). A piece's canonical bytes depend only on what they were built
+// from (and the configuration, fixed for an instance's life), so its digest
+// is remembered by that input, compared byte for byte: it is reused only
+// when its input is identical, whatever the map's hash says, and the
+// canonical string — and so the key — is byte for byte what building it
+// afresh gives.
 //
 // The memo is per instance and partitioned by tenant (the tenant is part of
 // every input), so how long a request takes cannot tell one tenant whether
@@ -40,12 +47,14 @@ const (
 )
 
 // piece is what a memo entry holds: the exact input (tenant included),
-// the canonical bytes built from it, and the tool calls a message made,
-// which later tool results are named by.
+// the SHA-256 of the canonical bytes built from it, whether those hold a
+// volatile marker, and the tool calls a message made, which later tool
+// results are named by.
 type piece struct {
-	in    []byte
-	canon []byte
-	calls []pieceCall
+	in     []byte
+	sum    [32]byte
+	marker bool
+	calls  []pieceCall
 }
 
 type pieceCall struct {
@@ -72,7 +81,7 @@ func (p *pieceMemo) get(h uint64, in []byte) *piece {
 }
 
 func (p *pieceMemo) put(h uint64, e *piece) {
-	cost := len(e.in) + len(e.canon) + 64
+	cost := len(e.in) + 96
 	for _, c := range e.calls {
 		cost += len(c.id) + len(c.name) + len(c.in) + 32
 	}
@@ -198,12 +207,12 @@ func (k *keyBuilder) systemBlock(b *wire.Block) {
 	k.inputBlock(b)
 	h := hashBytes(k.in)
 	if e := pieces.get(h, k.in); e != nil {
-		k.buf = append(k.buf, e.canon...)
+		k.usePiece(e)
 		return
 	}
 	at := len(k.buf)
 	k.block(b)
-	k.remember(h, at, len(k.calls))
+	k.newPiece(h, at, len(k.calls), false)
 }
 
 // toolsSection appends the tool definitions' canonical bytes (see tools),
@@ -222,12 +231,12 @@ func (k *keyBuilder) toolsSection(ts []wire.Tool) {
 	}
 	h := hashBytes(k.in)
 	if e := pieces.get(h, k.in); e != nil {
-		k.buf = append(k.buf, e.canon...)
+		k.usePiece(e)
 		return
 	}
 	at := len(k.buf)
 	k.tools(ts)
-	k.remember(h, at, len(k.calls))
+	k.newPiece(h, at, len(k.calls), false)
 }
 
 // message appends a message's canonical bytes, from the memo when the same
@@ -239,7 +248,11 @@ func (k *keyBuilder) message(m *wire.Message) {
 		size += len(m.Content[i].Text) + len(m.Content[i].Data)
 	}
 	if size < memoMinBytes {
+		at := len(k.buf)
 		k.plainMessage(m)
+		if k.markers != nil && !k.volatile {
+			k.volatile = hasMarker(k.buf[at:], k.markers)
+		}
 		return
 	}
 	k.startInput(pieceMessage)
@@ -261,7 +274,7 @@ func (k *keyBuilder) message(m *wire.Message) {
 	}
 	h := hashBytes(k.in)
 	if e := pieces.get(h, k.in); e != nil {
-		k.buf = append(k.buf, e.canon...)
+		k.usePiece(e)
 		for _, c := range e.calls {
 			a := len(k.arena)
 			k.arena = append(k.arena, c.in...)
@@ -271,21 +284,32 @@ func (k *keyBuilder) message(m *wire.Message) {
 	}
 	at, calls := len(k.buf), len(k.calls)
 	k.plainMessage(m)
-	k.remember(h, at, calls)
+	k.newPiece(h, at, calls, true)
 }
 
-// remember stores the canonical bytes written since at, and the calls made
-// since calls, under the input in k.in (copied: the input and the
-// request's strings are the call's).
-func (k *keyBuilder) remember(h uint64, at, calls int) {
-	// One allocation for the input and the canonical bytes.
-	b := make([]byte, 0, len(k.in)+len(k.buf)-at)
-	b = append(append(b, k.in...), k.buf[at:]...)
-	e := &piece{in: b[:len(k.in)], canon: b[len(k.in):]}
+// usePiece appends a remembered piece: its digest.
+func (k *keyBuilder) usePiece(e *piece) {
+	k.buf = append(k.buf, sepDigest)
+	k.buf = append(k.buf, e.sum[:]...)
+	k.volatile = k.volatile || e.marker
+}
+
+// newPiece replaces the canonical bytes written since at by their digest
+// (the host's SHA-256) and remembers it, with the calls made since calls,
+// under the input in k.in (copied: the input and the request's strings
+// are the call's). inMessages: the piece is a message, whose words the
+// volatile markers are looked for in.
+func (k *keyBuilder) newPiece(h uint64, at, calls int, inMessages bool) {
+	e := &piece{in: append([]byte(nil), k.in...), sum: plugin.SHA256(k.buf[at:])}
+	if inMessages && k.markers != nil {
+		e.marker = hasMarker(k.buf[at:], k.markers)
+	}
 	for _, c := range k.calls[calls:] {
 		e.calls = append(e.calls, pieceCall{id: strings.Clone(c.id), name: strings.Clone(c.name),
 			in: append([]byte(nil), k.arena[c.in[0]:c.in[1]]...)})
 	}
+	k.buf = k.buf[:at]
+	k.usePiece(e)
 	pieces.put(h, e)
 }
 

@@ -136,11 +136,53 @@ func TestMemoMatchesFresh(t *testing.T) {
 // is a miss, never the first one's piece.
 func TestMemoCollisionIsAMiss(t *testing.T) {
 	var p pieceMemo
-	p.put(42, &piece{in: []byte("Mone"), canon: []byte("1")})
+	p.put(42, &piece{in: []byte("Mone"), sum: [32]byte{1}})
 	if p.get(42, []byte("Mtwo")) != nil {
 		t.Fatal("another input under the same hash got its piece")
 	}
-	if e := p.get(42, []byte("Mone")); e == nil || string(e.canon) != "1" {
+	if e := p.get(42, []byte("Mone")); e == nil || e.sum[0] != 1 {
 		t.Fatal("the input itself missed")
+	}
+}
+
+// Long pieces (memoMinBytes and up) stand in the canonical string as their
+// digest: they are normalized all the same (whitespace, timestamps, UUIDs
+// and ephemeral fields do not change the key, a word does), and a
+// volatile marker inside one still decides the TTL.
+func TestLongPieces(t *testing.T) {
+	h := plugintest.New(t, `{"ttl":"300s","ttl_static":"3600s"}`)
+	filler := strings.Repeat("Keep the answer short and cite the file you changed. ", 12)
+	with := func(system, msg string) wire.Request {
+		r := baseRequest()
+		r.System[0].Text = system
+		r.Messages[0].Content[0].Text = msg
+		return r
+	}
+	base := keyOf(t, h, with(filler+" at 2025-01-01T10:00:00Z", filler+` {"traceId":"a"} ok`))
+	for name, r := range map[string]wire.Request{
+		"whitespace, timestamp, ephemeral field": with("  "+strings.ReplaceAll(filler, " ", "\n ")+" at 2026-02-02T11:11:11Z", filler+`  {"traceId":"b"} ok`),
+	} {
+		if keyOf(t, h, r) != base {
+			t.Errorf("%s: key changed", name)
+		}
+	}
+	for name, r := range map[string]wire.Request{
+		"system word":  with(strings.Replace(filler, "short", "long", 1)+" at 2025-01-01T10:00:00Z", filler+` {"traceId":"a"} ok`),
+		"message word": with(filler+" at 2025-01-01T10:00:00Z", strings.Replace(filler, "file", "files", 1)+` {"traceId":"a"} ok`),
+	} {
+		if keyOf(t, h, r) == base {
+			t.Errorf("%s: same key", name)
+		}
+	}
+	ttl := func(msg string) string {
+		return annotation(h.OnRequest(wire.LayerRequest{Request: with(filler, msg)}).Annotations, AnnotationTTL)
+	}
+	for range 2 { // normalized, then from the memo
+		if got := ttl(filler + " What is the price now?"); got != "300000" {
+			t.Errorf("a marker in a long message: ttl %s", got)
+		}
+		if got := ttl(filler + " Explain it."); got != "3600000" {
+			t.Errorf("a long static message: ttl %s", got)
+		}
 	}
 }

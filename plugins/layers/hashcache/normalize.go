@@ -26,11 +26,15 @@ const (
 	sepMessage = 0x1e // between messages
 	sepBlock   = 0x1c // between the blocks of a message or system prompt, and between tools
 	sepField   = 0x1f // between the fields of a block
+	// sepDigest starts a piece's 32-byte digest in place of its canonical
+	// bytes (memo.go); a fixed length, so what follows is never read as
+	// text.
+	sepDigest = 0x1a
 )
 
 // keyVersion starts the canonical string; change it whenever the canonical
 // form changes, so old entries stop matching instead of matching wrongly.
-const keyVersion = "hashcache/3"
+const keyVersion = "hashcache/4"
 
 // smallRaw is the size up to which opaque payloads (images, documents,
 // unknown blocks) are hashed inline; larger ones are replaced by their own
@@ -409,13 +413,17 @@ type keyBuilder struct {
 	ignore  []string // extra members left out of the key
 	tenant  string   // the request's tenant: the memo's partition (memo.go)
 
-	msgStart, msgEnd int // the messages section, where volatile markers are looked for
+	// markers are the volatile markers looked for in the messages (nil:
+	// ttl_static is off); volatile says one was found.
+	markers  [][]byte
+	volatile bool
 }
 
 // build returns the canonical string of req (valid until the next build).
 func (k *keyBuilder) build(req *wire.Request) []byte {
 	k.buf = append(k.buf[:0], keyVersion...)
 	k.calls, k.arena = k.calls[:0], k.arena[:0]
+	k.volatile = false
 	k.buf = append(k.buf, sepSection)
 	k.text(req.Model)
 
@@ -426,11 +434,9 @@ func (k *keyBuilder) build(req *wire.Request) []byte {
 	}
 
 	k.buf = append(k.buf, sepSection, 'M')
-	k.msgStart = len(k.buf)
 	for i := range req.Messages {
 		k.message(&req.Messages[i])
 	}
-	k.msgEnd = len(k.buf)
 
 	k.buf = append(k.buf, sepSection, 'T')
 	k.toolsSection(req.Tools)
