@@ -257,10 +257,22 @@ func (d *detector) scan(s string, out []span) []span {
 			m &^= 1<<(8*(i-w)) - 1 // anchors inside what was just consumed
 		}
 	}
-	if d.on[kMnemonic] {
+	if d.on[kMnemonic] && n >= mnemonicMinLen {
 		out = d.probeMnemonics(s, out)
 	}
 	return out
+}
+
+// noAnchor reports whether s holds none of the bytes scan stops at: then
+// only a mnemonic could be in it, and a text shorter than mnemonicMinLen
+// holds nothing scan finds.
+func noAnchor(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= '0' && c <= ':' || c == '@' || c == '[' {
+			return false
+		}
+	}
+	return true
 }
 
 // atDigit handles an anchor digit at s[a]; it returns where scanning goes
@@ -921,7 +933,12 @@ func numbering(s string, i int) int {
 // Prose costs one lookup per probe and a few more where a probe hits a
 // common word that happens to be in the list.
 
-const probeStride = 47
+const (
+	// mnemonicMinLen is the shortest mnemonic: twelve 3-letter words and
+	// eleven separators.
+	mnemonicMinLen = 47
+	probeStride    = mnemonicMinLen
+)
 
 // sepForward skips the separators after position p; it returns where the
 // next word starts, or -1.

@@ -41,6 +41,9 @@ const (
 	textMaxSpans   = 4096
 	textMaxEntries = 2048
 	textSlots      = 2 * textMaxEntries // open addressing, at most half full
+	// textProbes bounds a lookup: texts that share a hash beyond it are
+	// not remembered.
+	textProbes = 8
 	// memoMaxEntries bounds memoized; when full it starts over.
 	memoMaxEntries = 4096
 )
@@ -87,10 +90,10 @@ func (t *textMemo) get(h uint64, tenant, member, text string) (textEntry, bool) 
 	if t.slots == nil {
 		return textEntry{}, false
 	}
-	for i := h; ; i++ {
+	for i := h; i < h+textProbes; i++ {
 		s := t.slots[i&(textSlots-1)]
 		if s == 0 {
-			return textEntry{}, false
+			break
 		}
 		e := t.entries[s-1]
 		if e.hash != h || int(e.n) != len(text) || int(e.mn) != len(member) || int(e.tn) != len(tenant) {
@@ -101,6 +104,7 @@ func (t *textMemo) get(h uint64, tenant, member, text string) (textEntry, bool) 
 			return e, true
 		}
 	}
+	return textEntry{}, false
 }
 
 // put remembers what the scan of text found — spans, and the tokens taken
@@ -119,18 +123,20 @@ func (t *textMemo) put(h uint64, tenant, member, text string, spans []span, take
 	}
 	e := textEntry{hash: h, off: uint32(len(t.text)), tn: uint32(len(tenant)), mn: uint32(len(member)), n: uint32(len(text)),
 		s0: uint32(len(t.spans)), ns: uint32(len(spans)), nt: uint32(len(taken))}
+	i := h
+	for t.slots[i&(textSlots-1)] != 0 {
+		if i++; i == h+textProbes {
+			return // texts alike enough to share this hash: scanned each time
+		}
+	}
+	t.entries = append(t.entries, e)
+	t.slots[i&(textSlots-1)] = uint32(len(t.entries))
 	t.text = append(append(append(t.text, tenant...), member...), text...)
 	t.spans = append(t.spans, spans...)
 	for _, tok := range taken {
 		st := int(uintptr(unsafe.Pointer(unsafe.StringData(tok))) - base)
 		t.spans = append(t.spans, span{st, st + len(tok), -1})
 	}
-	t.entries = append(t.entries, e)
-	i := h
-	for t.slots[i&(textSlots-1)] != 0 {
-		i++
-	}
-	t.slots[i&(textSlots-1)] = uint32(len(t.entries))
 }
 
 // use appends entry e's spans and tokens (substrings of text, the entry's
@@ -159,14 +165,25 @@ const (
 // tenantSeed starts the hashes of a tenant's texts.
 func tenantSeed(tenant string) uint64 { return mixWords(uint64(len(tenant))*hashMul1, tenant) }
 
-// hashText hashes member and text after seed (tenantSeed). Not a defence
-// against chosen collisions: entries are compared in full before use.
+// hashText hashes member and a sample of text after seed (tenantSeed): its
+// length and seven eight-byte words, at both ends and spread between, so a
+// lookup reads the text once, to compare it. Texts alike in all of these
+// share a hash and sit side by side in the index (at most textProbes of
+// them; a lookup compares each). Not a defence against chosen collisions:
+// entries are compared in full before use. text is at least memoMinLen
+// bytes long.
 func hashText(seed uint64, member, text string) uint64 {
-	h := seed ^ uint64(len(member))*hashMul1 ^ uint64(len(text))*hashMul2
+	n := len(text)
+	h := seed ^ uint64(len(member))*hashMul1 ^ uint64(n)*hashMul2
 	if member != "" {
 		h = mixWords(h, member)
 	}
-	return mixWords(h, text)
+	p := unsafe.Pointer(unsafe.StringData(text))
+	q := n/4 - 4
+	for _, off := range [...]int{0, 8, q, 2 * q, 3 * q, n - 16, n - 8} {
+		h = bits.RotateLeft64((h^*(*uint64)(unsafe.Add(p, off)))*hashMul1, 29)
+	}
+	return h ^ h>>32
 }
 
 // mixWords hashes s into h eight bytes at a time (the unaligned loads
@@ -225,7 +242,11 @@ func sameText(a, b string) bool {
 func (k *masker) scanSegment(text, member string) {
 	k.det.member = member
 	if len(text) < memoMinLen {
-		k.spans = k.det.scan(text, k.spans)
+		// JSON member names, short values and replies: most hold nothing
+		// scan stops at, and are not worth a call.
+		if len(text) >= mnemonicMinLen || !noAnchor(text) {
+			k.spans = k.det.scan(text, k.spans)
+		}
 		return
 	}
 	if len(text) <= textKeyMax {

@@ -3,7 +3,9 @@
 package main
 
 import (
+	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -145,14 +147,18 @@ func TestTextMemoBound(t *testing.T) {
 	}
 }
 
-// sameText and hashText agree with == on texts of every length around
-// their eight- and thirty-two-byte steps.
+// sameText agrees with == on texts of every length around its eight- and
+// thirty-two-byte steps; hashText gives a copy the same hash and another
+// member or tenant another.
 func TestSameTextHash(t *testing.T) {
 	base := strings.Repeat("0123456789abcdef", 8)
 	for n := range len(base) {
 		a := base[:n]
-		if !sameText(a, strings.Clone(a)) || hashText(1, "", a) != hashText(1, "", strings.Clone(a)) {
+		if !sameText(a, strings.Clone(a)) {
 			t.Fatalf("len %d: a copy differs", n)
+		}
+		if n >= memoMinLen && hashText(1, "", a) != hashText(1, "", strings.Clone(a)) {
+			t.Fatalf("len %d: a copy hashes differently", n)
 		}
 		for i := range n {
 			b := []byte(a)
@@ -160,16 +166,32 @@ func TestSameTextHash(t *testing.T) {
 			if sameText(a, string(b)) {
 				t.Fatalf("len %d: byte %d changed, still the same", n, i)
 			}
-			if hashText(1, "", a) == hashText(1, "", string(b)) {
-				t.Fatalf("len %d: byte %d changed, same hash", n, i)
-			}
 		}
 	}
-	if hashText(1, "a", "b") == hashText(1, "", "ab") {
-		t.Fatal("member and text run together")
+	if hashText(1, "a", base) == hashText(1, "", base) {
+		t.Fatal("the member is not hashed")
 	}
 	if hashText(tenantSeed("t1"), "", base) == hashText(tenantSeed("t2"), "", base) {
 		t.Fatal("tenants share hashes")
+	}
+}
+
+// Texts that share a hash are all remembered, up to textProbes of them;
+// each is found with its own result.
+func TestTextMemoProbes(t *testing.T) {
+	texts.reset()
+	text := func(i int) string { return strings.Repeat("a", 100) + strconv.Itoa(i) + strings.Repeat("b", 100) }
+	for i := range textProbes + 1 {
+		texts.put(7, "t1", "", text(i), []span{{i, i + 1, kEmail}}, nil)
+	}
+	for i := range textProbes + 1 {
+		e, ok := texts.get(7, "t1", "", text(i))
+		if ok != (i < textProbes) {
+			t.Fatalf("text %d: found %v", i, ok)
+		}
+		if ok && texts.spans[e.s0].start != i {
+			t.Fatalf("text %d: another's result %v", i, texts.spans[e.s0])
+		}
 	}
 }
 
@@ -186,5 +208,52 @@ func TestMemoLongSegment(t *testing.T) {
 		if memoized.Hits-hits != want || !strings.HasSuffix(res.Request.Messages[0].Content[0].Text, " Mail [EMAIL_1].") {
 			t.Fatalf("request %d: %d hits, %q", i, memoized.Hits-hits, res.Request.Messages[0].Content[0].Text[len(long)-30:])
 		}
+	}
+}
+
+// A short text with no byte scan stops at is not scanned: scan finds
+// nothing in any such text (random texts over an alphabet of letters,
+// spaces, punctuation and the anchor bytes).
+func TestNoAnchorFindsNothing(t *testing.T) {
+	initWordlist()
+	if err := configure([]byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	alphabet := "abcdefghijklmnopqrstuvwxyzABCDEFXYZ .,;-_+()'\"\n0123456789:@[]"
+	rng := rand.New(rand.NewPCG(1, 2))
+	var d detector
+	d.on = work.det.on
+	skipped := 0
+	for range 200000 {
+		b := make([]byte, 1+rng.IntN(mnemonicMinLen-1))
+		for i := range b {
+			// Anchors rarely, so most texts have none.
+			if rng.IntN(20) == 0 {
+				b[i] = alphabet[len(alphabet)-14+rng.IntN(14)]
+			} else {
+				b[i] = alphabet[rng.IntN(len(alphabet)-14)]
+			}
+		}
+		s := string(b)
+		if !noAnchor(s) {
+			continue
+		}
+		skipped++
+		d.taken = d.taken[:0]
+		if out := d.scan(s, nil); len(out) > 0 || len(d.taken) > 0 {
+			t.Fatalf("%q: no anchor, yet scan found %v %q", s, out, d.taken)
+		}
+	}
+	if skipped < 10000 {
+		t.Fatalf("only %d texts without an anchor", skipped)
+	}
+	// Twelve wordlist words take mnemonicMinLen bytes at least.
+	m := "act add age aim air all any arm art ask bag bar"
+	if len(m) != mnemonicMinLen {
+		t.Fatalf("len %d", len(m))
+	}
+	d.taken = d.taken[:0]
+	if out := d.scan(m, nil); len(out) != 1 || out[0].ent != kMnemonic {
+		t.Fatalf("shortest mnemonic: %v", out)
 	}
 }
