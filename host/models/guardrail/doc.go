@@ -1,7 +1,8 @@
 // Package guardrail is the host's offline prompt-injection classifier: the
 // TF-IDF + logistic-regression model published in the npm package
-// llm_guardrail (v2.1.2, ISC), converted to ONNX and run by onnxruntime,
-// combined with a table of documented heuristic rules.
+// llm_guardrail (v2.1.2, ISC), converted to ONNX (and that graph computed
+// in Go from its weights), combined with a table of documented heuristic
+// rules.
 //
 //   - Build converts the package's model/prompt_injection_model.json (as
 //     extracted by scripts/fetch-deps.sh) into model.onnx, vocab.tsv and
