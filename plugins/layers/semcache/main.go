@@ -445,16 +445,22 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 // instance serves one call at a time): inside wasm an allocation costs
 // about a microsecond, a tenth of a normalised question.
 var scratch struct {
-	words   []qtoken
-	headers []wire.KV
-	anns    []wire.KV
-	id      []byte // entryID's input
-	key     []byte // "q:" and the entry id
-	enc     wire.Encoder
-	miss    []byte // the miss annotation (base64)
-	missIn  []byte // a miss annotation decoded
-	vec     []byte // a miss's vector, encoded
+	words []qtoken
+	// entryWords are a stored question's words (answer), entryNorm's.
+	entryWords []qtoken
+	headers    []wire.KV
+	anns       []wire.KV
+	id         []byte // entryID's input
+	key        []byte // "q:" and the entry id
+	enc        wire.Encoder
+	miss       []byte // the miss annotation (base64)
+	missIn     []byte // a miss annotation decoded
+	vec        []byte // a miss's vector, encoded
 }
+
+// entryNorm normalises stored questions (answer); the request's question
+// has reqNorm.
+var entryNorm normScratch
 
 // keysByScope remembers a request's exact keys per partition: the miss
 // stores under the key its lookup read (a market key costs a read of the
@@ -493,7 +499,13 @@ func answer(res *wire.LayerResult, payload []byte, ctx string, words []qtoken, s
 		return false
 	}
 	if cfg.guard {
-		ew := normalize(entryText)
+		// The stored question's words are compared and dropped here: kept
+		// scratch apart from the request's.
+		ew := entryNorm.normalize(scratch.entryWords, entryText)
+		defer func() {
+			clear(ew)
+			scratch.entryWords = ew[:0]
+		}()
 		if !sameQuestion(words, ew) && !(similar && cfg.rewording && sameSalient(words, ew)) {
 			plugin.CounterAdd(metricGuardMisses, 1)
 			return false
