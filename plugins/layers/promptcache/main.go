@@ -191,10 +191,11 @@ func onRequest(in *wire.LayerRequest, res *wire.LayerResult) error {
 	}
 
 	// The stable prefix: model, tools, stable system blocks; after the
-	// tenant, length-prefixed, the memo's partition (prefix.go), which is
-	// not hashed.
+	// tenant, length-prefixed, the memo's partition (prefix.go), and the
+	// model's length (the sizes leave it out), which are not hashed.
 	buf = binary.AppendUvarint(buf[:0], uint64(len(in.Meta.Tenant)))
 	buf = append(buf, in.Meta.Tenant...)
+	buf = binary.AppendUvarint(buf, uint64(len(req.Model)))
 	at := len(buf)
 	buf = append(buf, req.Model...)
 	buf = append(buf, 0)

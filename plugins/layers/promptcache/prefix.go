@@ -21,7 +21,7 @@ const prefixMemoBytes = 2 << 20
 
 // prefix is what the request phase derives from a stable prefix.
 type prefix struct {
-	in         []byte   // the tenant (length-prefixed), then the prefix hashed (a copy)
+	in         []byte   // the tenant (length-prefixed), the model's length, then the prefix hashed (a copy)
 	sum        [32]byte // SHA-256 of the prefix
 	key        string   // "p:" and the hex of sum's first 16 bytes (prefixKey)
 	tokens     int64    // estimated tokens of the prefix without the model (bytes/4)
@@ -36,7 +36,7 @@ var (
 )
 
 // prefixOf returns what is derived from the prefix buf[at:] (buf[:at] is
-// the tenant, length-prefixed); model is the length of the model and its separator,
+// the tenant, length-prefixed, and model's length); model is the length of the model and its separator,
 // which the sizes leave out. The result is valid until the next call.
 func prefixOf(buf []byte, at, model int) *prefix {
 	h := hashBytes(buf)

@@ -26,8 +26,10 @@ func TestPrefixMemo(t *testing.T) {
 	}
 	check := func(tenant, prefix string) {
 		t.Helper()
-		buf := append([]byte{byte(len(tenant))}, tenant+prefix...)
-		p := prefixOf(buf, len(tenant)+1, len("gpt-4o")+1)
+		buf := append([]byte{byte(len(tenant))}, tenant...)
+		buf = append(buf, byte(len("gpt-4o")))
+		buf = append(buf, prefix...)
+		p := prefixOf(buf, len(tenant)+2, len("gpt-4o")+1)
 		if want := sha256.Sum256([]byte(prefix)); p.sum != want {
 			t.Fatalf("tenant %s: the sum of another prefix", tenant)
 		}
