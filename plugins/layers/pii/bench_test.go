@@ -6,6 +6,7 @@ import (
 	"context"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -89,6 +90,37 @@ func BenchmarkRequest(b *testing.B) {
 			lat.Report(b)
 		})
 	}
+}
+
+// BenchmarkRequestNewTurn is the live shape of an agent's request: the
+// 4 KB agent request whose history this instance has seen (the memo holds
+// it) and whose last user turn is new on every call.
+func BenchmarkRequestNewTurn(b *testing.B) {
+	p := loadPII(b)
+	req := fixtures.AgentRequest()
+	last := &req.Messages[len(req.Messages)-1].Content[0]
+	meta := wire.Meta{RequestID: "req_bench", Tenant: "bench", Dialect: wire.DialectOpenAI, Model: req.Model}
+	info := sandbox.CallInfo{RequestID: meta.RequestID, Tenant: meta.Tenant}
+	var enc wire.Encoder
+	var res wire.LayerResult
+	var lat latencies
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		last.Text = "Go ahead with case " + strconv.Itoa(i) + " of run 1764225600123456789, and summarize the risk in two sentences at the end."
+		t0 := time.Now()
+		wire.EncodeLayerRequest(&enc, &meta, req, p.Descriptor().Reads)
+		out, err := p.Call(context.Background(), plugin.OpOnRequest, enc.Bytes(), info)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := res.Decode(out); err != nil {
+			b.Fatal(err)
+		}
+		lat.Add(time.Since(t0))
+	}
+	lat.Report(b)
 }
 
 // BenchmarkResponse measures the response phase restoring a 2 KB answer
