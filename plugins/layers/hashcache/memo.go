@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"strings"
 	"unsafe"
 
@@ -14,7 +15,8 @@ import (
 // long texts were memoised by their SHA-256, was the host call hashing each
 // of them, and then hashing the whole canonical string again for the key.
 //
-// A long system block, the tool definitions and a long message are pieces:
+// A long system block, the tool definitions and each run of messages (from
+// the first, closed once it holds memoMinBytes) are pieces:
 // the canonical string holds, in each one's place, sepDigest and the
 // SHA-256 of its canonical bytes (the key is then the hash of hashes where
 // pieces are, which SHA-256's collision resistance keeps as unique as
@@ -33,17 +35,17 @@ import (
 // held; when full it starts over.
 const memoMaxBytes = 4 << 20
 
-// memoMinBytes is the size (text and data) from which a message or a
-// system block is looked up: inside wasm a shorter one costs less to
+// memoMinBytes is the size (text and data) from which a system block or a
+// run of messages is looked up: inside wasm a shorter one costs less to
 // normalize than to look up (about 0.3 µs + 1.1 ns a byte against 0.7 µs
 // + 0.3 ns a byte, wazero on this machine).
 const memoMinBytes = 512
 
 // Kinds of remembered pieces; the first byte of an input.
 const (
-	pieceSystem  = 'S' // one system block
-	pieceTools   = 'T' // every tool definition, in the order given
-	pieceMessage = 'M' // one message, with the calls its tool results answer
+	pieceSystem   = 'S' // one system block
+	pieceTools    = 'T' // every tool definition, in the order given
+	pieceMessages = 'M' // a run of messages, with the calls their tool results answer
 )
 
 // piece is what a memo entry holds: the exact input (tenant included),
@@ -239,36 +241,61 @@ func (k *keyBuilder) toolsSection(ts []wire.Tool) {
 	k.newPiece(h, at, len(k.calls), false)
 }
 
-// message appends a message's canonical bytes, from the memo when the same
-// message came before with its tool results answering the same calls (a
-// result is named by the call it answers, from an earlier message).
-func (k *keyBuilder) message(m *wire.Message) {
-	size := 0
-	for i := range m.Content {
-		size += len(m.Content[i].Text) + len(m.Content[i].Data)
-	}
-	if size < memoMinBytes {
-		at := len(k.buf)
-		k.plainMessage(m)
-		if k.markers != nil && !k.volatile {
-			k.volatile = hasMarker(k.buf[at:], k.markers)
+// messages appends the messages' canonical bytes. They are taken in runs,
+// from the first message on: a run closes once its text and data reach
+// memoMinBytes, and is one piece; what is left at the end, shorter, is
+// normalized. A run depends only on the messages before it, so as a
+// conversation grows its runs stay the same and are found in the memo;
+// only the newest messages are normalized again.
+func (k *keyBuilder) messages(ms []wire.Message) {
+	for i := 0; i < len(ms); {
+		j, size := i, 0
+		for j < len(ms) && size < memoMinBytes {
+			for b := range ms[j].Content {
+				size += len(ms[j].Content[b].Text) + len(ms[j].Content[b].Data)
+			}
+			j++
 		}
-		return
+		if size < memoMinBytes {
+			at := len(k.buf)
+			for ; i < len(ms); i++ {
+				k.plainMessage(&ms[i])
+			}
+			if k.markers != nil && !k.volatile {
+				k.volatile = hasMarker(k.buf[at:], k.markers)
+			}
+			return
+		}
+		k.run(ms[i:j])
+		i = j
 	}
-	k.startInput(pieceMessage)
-	k.in = appendStr(k.in, m.Role)
-	k.in = appendStr(k.in, m.Name)
-	k.in = appendStr(k.in, bstr(m.Extra))
-	for i := range m.Content {
-		b := &m.Content[i]
-		k.inputBlock(b)
-		if b.Type == wire.BlockToolResult {
-			if c := k.callOf(b.ID); c >= 0 {
-				k.in = append(k.in, 1)
-				k.in = appendStr(k.in, k.calls[c].name)
-				k.in = appendStr(k.in, bstr(k.arena[k.calls[c].in[0]:k.calls[c].in[1]]))
-			} else {
-				k.in = append(k.in, 0)
+}
+
+// run appends a run of messages, from the memo when the same messages came
+// before with their tool results answering the same calls (a result is
+// named by the call it answers, which may be in an earlier message).
+func (k *keyBuilder) run(ms []wire.Message) {
+	k.startInput(pieceMessages)
+	k.in = binary.AppendUvarint(k.in, uint64(len(ms)))
+	for i := range ms {
+		m := &ms[i]
+		k.in = appendStr(k.in, m.Role)
+		k.in = appendStr(k.in, m.Name)
+		k.in = appendStr(k.in, bstr(m.Extra))
+		k.in = binary.AppendUvarint(k.in, uint64(len(m.Content)))
+		for i := range m.Content {
+			b := &m.Content[i]
+			k.inputBlock(b)
+			if b.Type == wire.BlockToolResult {
+				// The call before the run, if any; one inside the run is
+				// determined by the run itself.
+				if c := k.callOf(b.ID); c >= 0 {
+					k.in = append(k.in, 1)
+					k.in = appendStr(k.in, k.calls[c].name)
+					k.in = appendStr(k.in, bstr(k.arena[k.calls[c].in[0]:k.calls[c].in[1]]))
+				} else {
+					k.in = append(k.in, 0)
+				}
 			}
 		}
 	}
@@ -283,7 +310,9 @@ func (k *keyBuilder) message(m *wire.Message) {
 		return
 	}
 	at, calls := len(k.buf), len(k.calls)
-	k.plainMessage(m)
+	for i := range ms {
+		k.plainMessage(&ms[i])
+	}
 	k.newPiece(h, at, calls, true)
 }
 

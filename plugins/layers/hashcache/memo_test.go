@@ -3,6 +3,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -93,42 +94,50 @@ func TestMemoMatchesFresh(t *testing.T) {
 	r.Messages[0].Content[0].IsError = true
 	reqs = append(reqs, r)
 
-	// Long enough to be looked up (memoMinBytes): the calls, their
-	// results and the question.
-	pad := strings.Repeat("and so on ", 60)
-	for i := range reqs {
-		for j := range reqs[i].Messages {
-			for b := range reqs[i].Messages[j].Content {
-				blk := &reqs[i].Messages[j].Content[b]
-				switch blk.Type {
-				case wire.BlockToolUse:
-					blk.Data = append(append([]byte(nil), blk.Data[:len(blk.Data)-1]...), `,"note":"`+pad+`"}`...)
-				default:
-					blk.Text += pad
+	// Padded so that the conversation is looked up in runs of one message
+	// (60), of two (20: the results answer calls of the run before) and
+	// of all three (7: the results answer calls of their own run).
+	for _, n := range []int{60, 20, 7} {
+		pad := strings.Repeat("and so on ", n)
+		padded := make([]wire.Request, len(reqs))
+		for i, r := range reqs {
+			r.Messages = slices.Clone(r.Messages)
+			for j := range r.Messages {
+				m := &r.Messages[j]
+				m.Content = slices.Clone(m.Content)
+				for b := range m.Content {
+					blk := &m.Content[b]
+					switch blk.Type {
+					case wire.BlockToolUse:
+						blk.Data = append(append([]byte(nil), blk.Data[:len(blk.Data)-1]...), `,"note":"`+pad+`"}`...)
+					default:
+						blk.Text += pad
+					}
 				}
 			}
+			padded[i] = r
 		}
-	}
-	fresh := make([]string, len(reqs))
-	for i := range reqs {
+		fresh := make([]string, len(padded))
+		for i := range padded {
+			pieces.reset()
+			keys.tenant = "t"
+			fresh[i] = string(keys.build(&padded[i]))
+		}
 		pieces.reset()
-		keys.tenant = "t"
-		fresh[i] = string(keys.build(&reqs[i]))
-	}
-	pieces.reset()
-	for round := range 3 {
-		for j := range reqs {
-			i := (j*7 + round) % len(reqs)
-			for _, tenant := range []string{"t", "u"} {
-				keys.tenant = tenant
-				if got := string(keys.build(&reqs[i])); got != fresh[i] {
-					t.Fatalf("round %d, request %d, tenant %s: from the memo\n%q\nwant\n%q", round, i, tenant, got, fresh[i])
+		for round := range 3 {
+			for j := range padded {
+				i := (j*7 + round) % len(padded)
+				for _, tenant := range []string{"t", "u"} {
+					keys.tenant = tenant
+					if got := string(keys.build(&padded[i])); got != fresh[i] {
+						t.Fatalf("pad %d, round %d, request %d, tenant %s: from the memo\n%q\nwant\n%q", n, round, i, tenant, got, fresh[i])
+					}
 				}
 			}
 		}
-	}
-	if pieces.hits == 0 {
-		t.Fatal("the memo was never used")
+		if pieces.hits == 0 {
+			t.Fatalf("pad %d: the memo was never used", n)
+		}
 	}
 }
 

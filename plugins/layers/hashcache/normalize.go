@@ -34,7 +34,7 @@ const (
 
 // keyVersion starts the canonical string; change it whenever the canonical
 // form changes, so old entries stop matching instead of matching wrongly.
-const keyVersion = "hashcache/4"
+const keyVersion = "hashcache/5"
 
 // smallRaw is the size up to which opaque payloads (images, documents,
 // unknown blocks) are hashed inline; larger ones are replaced by their own
@@ -434,9 +434,7 @@ func (k *keyBuilder) build(req *wire.Request) []byte {
 	}
 
 	k.buf = append(k.buf, sepSection, 'M')
-	for i := range req.Messages {
-		k.message(&req.Messages[i])
-	}
+	k.messages(req.Messages)
 
 	k.buf = append(k.buf, sepSection, 'T')
 	k.toolsSection(req.Tools)
