@@ -5,6 +5,7 @@ package main
 import (
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -255,5 +256,61 @@ func TestNoAnchorFindsNothing(t *testing.T) {
 	d.taken = d.taken[:0]
 	if out := d.scan(m, nil); len(out) != 1 || out[0].ent != kMnemonic {
 		t.Fatalf("shortest mnemonic: %v", out)
+	}
+}
+
+// Requests drawn from a small pool of segments (so most repeat, in new
+// combinations and positions, and several tenants send the same ones) are
+// masked exactly as with an empty memo: the memo changes only the cost.
+func TestMemoDifferential(t *testing.T) {
+	h := plugintest.New(t, `{}`)
+	pieces := []string{
+		"The health factor is 1.84 and the last rebalance was on 2024-03-18. ",
+		"Mail " + email + " or call " + phone + " before noon. ",
+		"Card 4111 1111 1111 1111, host 10.20.30.40, see [EMAIL_1] above. ",
+		"Signed with private key 0x" + strings.Repeat("ab12", 16) + " yesterday. ",
+		"legal winner thank year wave sausage worth useful legal winner thank yellow ",
+		"tx 0x" + strings.Repeat("cd34", 16) + " confirmed in block 19000000. ",
+		"Nothing to see here, just prose about gas costs and supply APYs. ",
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	seg := func() string {
+		var sb strings.Builder
+		for range 1 + rng.IntN(4) {
+			sb.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		return sb.String()
+	}
+	texts.reset()
+	hits0 := texts.hits
+	pool := make([]string, 24)
+	for i := range pool {
+		pool[i] = seg()
+	}
+	for i := range 300 {
+		var req wire.Request
+		req.System = []wire.Block{text(pool[rng.IntN(len(pool))])}
+		for range 1 + rng.IntN(4) {
+			req.Messages = append(req.Messages, userMsg(text(pool[rng.IntN(len(pool))])),
+				wire.Message{Role: "assistant", Content: []wire.Block{{Type: wire.BlockToolUse, ID: "c", Name: "f",
+					Data: []byte(`{"note":"` + pool[rng.IntN(len(pool))] + `","privateKey":"` + strings.Repeat("ef56", 16) + `"}`)}}})
+		}
+		req.Messages = append(req.Messages, userMsg(text(pool[rng.IntN(len(pool))])))
+		m := meta("req_d" + strconv.Itoa(i))
+		m.Tenant = "t" + strconv.Itoa(rng.IntN(3))
+		warm := h.OnRequest(wire.LayerRequest{Meta: m, Request: req})
+		// The same request with an empty memo, then the memo as it was.
+		saved := textMemo{slots: slices.Clone(texts.slots), entries: slices.Clone(texts.entries),
+			text: slices.Clone(texts.text), spans: slices.Clone(texts.spans), hits: texts.hits}
+		texts.reset()
+		cold := h.OnRequest(wire.LayerRequest{Meta: m, Request: req})
+		texts = saved
+		warm.Annotations, cold.Annotations = nil, nil // a fresh sealing key each time
+		if !reflect.DeepEqual(warm, cold) {
+			t.Fatalf("request %d: from the memo\n%+v\nscanned\n%+v", i, warm, cold)
+		}
+	}
+	if texts.hits-hits0 < 1000 {
+		t.Fatalf("%d memo hits", texts.hits-hits0)
 	}
 }
