@@ -41,8 +41,9 @@ const (
 	textMaxSpans   = 4096
 	textMaxEntries = 2048
 	textSlots      = 2 * textMaxEntries // open addressing, at most half full
-	// textProbes bounds a lookup: texts that share a hash beyond it are
-	// not remembered.
+	// textProbes bounds a lookup: it looks at the slot of its hash and the
+	// next ones, this many in all; a text that finds them taken is not
+	// remembered.
 	textProbes = 8
 	// memoMaxEntries bounds memoized; when full it starts over.
 	memoMaxEntries = 4096
@@ -90,8 +91,8 @@ func (t *textMemo) get(h uint64, tenant, member, text string) (textEntry, bool) 
 	if t.slots == nil {
 		return textEntry{}, false
 	}
-	for i := h; i < h+textProbes; i++ {
-		s := t.slots[i&(textSlots-1)]
+	for n := range uint64(textProbes) {
+		s := t.slots[(h+n)&(textSlots-1)]
 		if s == 0 {
 			break
 		}
@@ -110,6 +111,9 @@ func (t *textMemo) get(h uint64, tenant, member, text string) (textEntry, bool) 
 // put remembers what the scan of text found — spans, and the tokens taken
 // (substrings of text) — under hash h. It is called after get missed.
 func (t *textMemo) put(h uint64, tenant, member, text string, spans []span, taken []string) {
+	if len(spans)+len(taken) > textMaxSpans {
+		return
+	}
 	base := uintptr(unsafe.Pointer(unsafe.StringData(text)))
 	for _, tok := range taken {
 		// The scan records substrings of text; anything else is not kept.
@@ -123,14 +127,14 @@ func (t *textMemo) put(h uint64, tenant, member, text string, spans []span, take
 	}
 	e := textEntry{hash: h, off: uint32(len(t.text)), tn: uint32(len(tenant)), mn: uint32(len(member)), n: uint32(len(text)),
 		s0: uint32(len(t.spans)), ns: uint32(len(spans)), nt: uint32(len(taken))}
-	i := h
-	for t.slots[i&(textSlots-1)] != 0 {
-		if i++; i == h+textProbes {
-			return // texts alike enough to share this hash: scanned each time
+	n := uint64(0)
+	for t.slots[(h+n)&(textSlots-1)] != 0 {
+		if n++; n == textProbes {
+			return // its slot and the next ones are taken: scanned each time
 		}
 	}
 	t.entries = append(t.entries, e)
-	t.slots[i&(textSlots-1)] = uint32(len(t.entries))
+	t.slots[(h+n)&(textSlots-1)] = uint32(len(t.entries))
 	t.text = append(append(append(t.text, tenant...), member...), text...)
 	t.spans = append(t.spans, spans...)
 	for _, tok := range taken {

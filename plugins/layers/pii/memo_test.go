@@ -178,15 +178,17 @@ func TestSameTextHash(t *testing.T) {
 }
 
 // Texts that share a hash are all remembered, up to textProbes of them;
-// each is found with its own result.
+// each is found with its own result (a hash at the top of the range too:
+// the probe wraps around the index).
 func TestTextMemoProbes(t *testing.T) {
 	texts.reset()
 	text := func(i int) string { return strings.Repeat("a", 100) + strconv.Itoa(i) + strings.Repeat("b", 100) }
+	const h = ^uint64(0) - 2
 	for i := range textProbes + 1 {
-		texts.put(7, "t1", "", text(i), []span{{i, i + 1, kEmail}}, nil)
+		texts.put(h, "t1", "", text(i), []span{{i, i + 1, kEmail}}, nil)
 	}
 	for i := range textProbes + 1 {
-		e, ok := texts.get(7, "t1", "", text(i))
+		e, ok := texts.get(h, "t1", "", text(i))
 		if ok != (i < textProbes) {
 			t.Fatalf("text %d: found %v", i, ok)
 		}
