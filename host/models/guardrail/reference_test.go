@@ -3,6 +3,7 @@ package guardrail
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -322,5 +323,31 @@ func TestReadLogregRejectsOtherGraphs(t *testing.T) {
 	}
 	if _, err := readLogreg([]byte{0xff}, 2); err == nil {
 		t.Error("garbage was accepted")
+	}
+}
+
+// TestTermsGateIsExact: looking a bigram up only when its tokens start and
+// end one of the vocabulary's changes no text's terms (the golden texts).
+func TestTermsGateIsExact(t *testing.T) {
+	v := sharedClassifier(t).vec
+	_, texts := goldenTexts(t)
+	for _, text := range append(texts, "a b", "the the the", "ignore ignore previous previous instructions") {
+		ids, counts := v.Terms(text)
+		toks := v.Tokenize(text)
+		want := map[int64]float32{}
+		for n := v.minN; n <= v.maxN; n++ {
+			for i := 0; i+n <= len(toks); i++ {
+				if id, ok := v.vocab[strings.Join(toks[i:i+n], " ")]; ok {
+					want[int64(id)]++
+				}
+			}
+		}
+		got := map[int64]float32{}
+		for i, id := range ids {
+			got[id] = counts[i]
+		}
+		if !maps.Equal(got, want) || !slices.IsSorted(ids) {
+			t.Fatalf("Terms(%q) = %v %v, every n-gram looked up gives %v", trunc(text), ids, counts, want)
+		}
 	}
 }

@@ -31,6 +31,18 @@ import (
 type Vectorizer struct {
 	vocab      map[string]int32
 	minN, maxN int
+	// words holds every token of the vocabulary: its id as a unigram (-1
+	// when it is not one) and whether it starts or ends a bigram. A text's
+	// token is looked up once, and a bigram only when its first token
+	// starts one and its second ends one: most of a text's bigrams are not
+	// in the vocabulary, and on a request's trip through the gateway each
+	// lookup is a few cache misses.
+	words map[string]word
+}
+
+type word struct {
+	id         int32
+	head, tail bool
 }
 
 // NewVectorizer returns a Vectorizer over vocab (n-gram → feature id) for
@@ -39,7 +51,29 @@ func NewVectorizer(vocab map[string]int32, minN, maxN int) (*Vectorizer, error) 
 	if minN < 1 || maxN < minN {
 		return nil, fmt.Errorf("guardrail: bad ngram_range [%d, %d]", minN, maxN)
 	}
-	return &Vectorizer{vocab: vocab, minN: minN, maxN: maxN}, nil
+	words := make(map[string]word, len(vocab))
+	get := func(t string) word {
+		if w, ok := words[t]; ok {
+			return w
+		}
+		return word{id: -1}
+	}
+	for term, id := range vocab {
+		switch f := strings.Split(term, " "); len(f) {
+		case 1:
+			w := get(term)
+			w.id = id
+			words[term] = w
+		case 2:
+			h := get(f[0])
+			h.head = true
+			words[f[0]] = h
+			t := get(f[1]) // after the head's: f[0] may be f[1]
+			t.tail = true
+			words[f[1]] = t
+		}
+	}
+	return &Vectorizer{vocab: vocab, minN: minN, maxN: maxN, words: words}, nil
 }
 
 // VocabSize is the number of n-grams the vocabulary holds.
@@ -61,8 +95,27 @@ func (v *Vectorizer) Terms(text string) (ids []int64, counts []float32) {
 	// build for a text's few dozen n-grams.
 	var seen []int64
 	var buf []byte
+	info := make([]word, len(toks))
+	for i, t := range toks {
+		w, ok := v.words[t]
+		if !ok {
+			w.id = -1
+		}
+		info[i] = w
+	}
 	for n := v.minN; n <= v.maxN; n++ {
 		for i := 0; i+n <= len(toks); i++ {
+			switch n {
+			case 1:
+				if id := info[i].id; id >= 0 {
+					seen = append(seen, int64(id))
+				}
+				continue
+			case 2:
+				if !info[i].head || !info[i+1].tail {
+					continue // no bigram of the vocabulary
+				}
+			}
 			buf = buf[:0]
 			for j := i; j < i+n; j++ {
 				if j > i {
