@@ -1,6 +1,7 @@
 // Command bardo is the Bardo Inference gateway.
 //
-//	bardo [serve]        run the gateway (reads ./pipeline.toml or $BARDO_CONFIG)
+//	bardo [serve] [--config FILE]
+//	                     run the gateway (FILE, else $BARDO_CONFIG, else ./pipeline.toml)
 //	bardo check [FILE]   validate a pipeline.toml and load its plugins, then exit
 //	bardo accounts …     manage accounts and their ledger (accounts.go)
 //	bardo keys …         manage API keys (accounts.go)
@@ -12,7 +13,9 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -37,7 +40,7 @@ func main() {
 	var err error
 	switch cmd {
 	case "serve":
-		err = serve()
+		err = serve(args)
 	case "check":
 		err = check(args)
 	case "models":
@@ -58,6 +61,9 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bardo: unknown command %q\n\n%s", cmd, usage)
 		os.Exit(2)
 	}
+	if errors.Is(err, errUsage) {
+		os.Exit(2)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bardo:", err)
 		os.Exit(1)
@@ -65,8 +71,10 @@ func main() {
 }
 
 const usage = `usage:
-  bardo [serve]        run the gateway (config: $BARDO_CONFIG or ./pipeline.toml;
-                       listen address: [server].listen, overridden by $BARDO_LISTEN)
+  bardo [serve] [--config FILE]
+                       run the gateway (config: FILE, else $BARDO_CONFIG, else
+                       ./pipeline.toml; listen address: [server].listen,
+                       overridden by $BARDO_LISTEN)
   bardo check [FILE]   validate a pipeline.toml and load its plugins, then exit
   bardo models …       build the offline models, fetch production ones (bardo models)
   bardo accounts …     create, list, show, top up, adjust accounts; budgets (bardo accounts)
@@ -103,11 +111,50 @@ func start(ctx context.Context, path string) (*daemon.Daemon, error) {
 	})
 }
 
-func serve() error {
+// errUsage is a command line serve could not read; main exits 2 on it, as
+// for an unknown command, after the flag package has said why.
+var errUsage = errors.New("bad command line")
+
+// serveFlags reads serve's command line: the config file, from --config
+// or a single FILE argument (as check takes it), else the environment's.
+// help is true when -h/--help asked only for the usage.
+func serveFlags(args []string, stderr io.Writer) (path string, help bool, err error) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	file := fs.String("config", "", "the pipeline.toml to serve (default $BARDO_CONFIG, else ./pipeline.toml)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: bardo serve [--config FILE]\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return "", true, nil
+		}
+		return "", false, errUsage
+	}
+	path = *file
+	switch {
+	case fs.NArg() > 1, fs.NArg() == 1 && path != "":
+		fmt.Fprintf(stderr, "bardo serve: one config file, not %q\n", fs.Args())
+		fs.Usage()
+		return "", false, errUsage
+	case fs.NArg() == 1:
+		path = fs.Arg(0)
+	case path == "":
+		path = config.DefaultPath(os.Getenv)
+	}
+	return path, false, nil
+}
+
+func serve(args []string) error {
+	path, help, err := serveFlags(args, os.Stderr)
+	if err != nil || help {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	d, err := start(ctx, config.DefaultPath(os.Getenv))
+	d, err := start(ctx, path)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -363,5 +364,74 @@ func TestDefaultPipeline(t *testing.T) {
 	}
 	if _, h, _, _ := in.ask("/v1/chat/completions", fmt.Sprintf(q, "explain IMPERMANENT loss for a liquidity provider please")); h.Get("X-Bardo-Cache") != "semantic-hit" {
 		t.Fatalf("rephrased: X-Bardo-Cache = %q", h.Get("X-Bardo-Cache"))
+	}
+}
+
+// TestServeConfigFlag: serve reads the file --config (or a FILE argument)
+// names, not ./pipeline.toml; --help prints the usage and serves nothing;
+// a flag it does not know is a usage error (exit 2), not a gateway started
+// on the default file.
+func TestServeConfigFlag(t *testing.T) {
+	bin, err := binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := setup(t, "")
+	// The named file serves; the directory's own pipeline.toml is broken,
+	// so an answer proves the flag was read.
+	other := filepath.Join(dir, "other.toml")
+	cfg, err := os.ReadFile(filepath.Join(dir, "pipeline.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pipeline.toml"), []byte("[server]\nbogus = \n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"serve", "--config", other}, {"serve", "-config=" + other}, {"serve", other}} {
+		in := &instance{addr: freeAddr(t), log: &lockedBuffer{}}
+		in.cmd = exec.Command(bin, args...)
+		in.cmd.Dir = dir
+		in.cmd.Env = append(os.Environ(), "BARDO_LISTEN="+in.addr, "BARDO_CONFIG=", "OPENAI_API_KEY=")
+		in.cmd.Stderr = in.log
+		if err := in.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		in.waitReady(t, time.Now())
+		if code, _, body, err := in.ask("/v1/chat/completions", chatBody); err != nil || code != 200 {
+			t.Errorf("%v: %d %v %s", args, code, err, body)
+		}
+		in.cmd.Process.Kill()
+		in.cmd.Wait()
+	}
+
+	run := func(args ...string) (int, string) {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "BARDO_LISTEN="+freeAddr(t))
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), string(out)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	if code, out := run("serve", "--help"); code != 0 || !strings.Contains(out, "--config") && !strings.Contains(out, "-config") {
+		t.Errorf("serve --help: exit %d\n%s", code, out)
+	}
+	if code, out := run("serve", "--bogus"); code != 2 || !strings.Contains(out, "bogus") {
+		t.Errorf("serve --bogus: exit %d\n%s", code, out)
+	}
+	if code, out := run("serve", "a.toml", "b.toml"); code != 2 {
+		t.Errorf("serve with two files: exit %d\n%s", code, out)
+	}
+	missing := filepath.Join(dir, "missing.toml")
+	if code, out := run("serve", "--config", missing); code != 1 || !strings.Contains(out, "missing.toml") {
+		t.Errorf("serve --config of a missing file: exit %d\n%s", code, out)
 	}
 }
