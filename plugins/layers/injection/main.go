@@ -111,6 +111,7 @@ func initConfig() error {
 		return fmt.Errorf("injection config: %w", err)
 	}
 	cfg = c
+	memo = scoreMemo{} // scores of another model or config are not these
 	return nil
 }
 
