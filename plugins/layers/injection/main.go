@@ -195,6 +195,8 @@ type piece struct {
 	msg  int
 }
 
+// where names the piece's place for the header and the block message:
+// "tool result in message 3".
 func (p piece) where() string {
 	if p.msg >= len(whereCache) {
 		return p.kind + " in message " + strconv.Itoa(p.msg)
