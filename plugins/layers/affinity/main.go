@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/wire"
@@ -136,8 +137,10 @@ type entry struct {
 	prefix   string // hex of the first 8 bytes of its prefix hash
 }
 
-func (e *entry) encode() []byte {
-	b := make([]byte, 0, 48+len(e.provider)+len(e.model))
+func (e *entry) encode() []byte { return e.appendTo(nil) }
+
+// appendTo appends the entry's stored form to b.
+func (e *entry) appendTo(b []byte) []byte {
 	b = append(b, "1\n"...)
 	b = append(b, e.provider...)
 	b = append(b, '\n')
@@ -148,9 +151,11 @@ func (e *entry) encode() []byte {
 	return append(b, e.prefix...)
 }
 
+// decodeEntry parses a stored entry. Its strings are views of b, which the
+// caller must not change while the entry is in use.
 func decodeEntry(b []byte) (entry, bool) {
-	f := strings.Split(string(b), "\n")
-	if len(f) != 5 || f[0] != "1" || f[1] == "" {
+	var f [5]string
+	if !fields(unsafe.String(unsafe.SliceData(b), len(b)), &f) || f[0] != "1" || f[1] == "" {
 		return entry{}, false
 	}
 	n, err := strconv.ParseInt(f[3], 10, 64)
@@ -160,12 +165,37 @@ func decodeEntry(b []byte) (entry, bool) {
 	return entry{provider: f[1], model: f[2], tokens: n, prefix: f[4]}, true
 }
 
-var scratch []byte
+// fields splits s at newlines into exactly len(f) fields (as strings.Split
+// would, without its allocation): false for any other count.
+func fields(s string, f *[5]string) bool {
+	for i := range len(f) - 1 {
+		j := strings.IndexByte(s, '\n')
+		if j < 0 {
+			return false
+		}
+		f[i], s = s[:j], s[j+1:]
+	}
+	if strings.IndexByte(s, '\n') >= 0 {
+		return false
+	}
+	f[len(f)-1] = s
+	return true
+}
+
+// Kept from call to call: inside wasm an allocation costs about a
+// microsecond and leaves garbage for a later call's GC. What the request
+// phase returns in them is encoded before the next call begins.
+var (
+	hashIn   []byte     // the prefix being hashed
+	recBuf   []byte     // the request's record annotation; its key and saving are views of it
+	entryBuf []byte     // the entry being stored
+	resKV    [5]wire.KV // the request phase's headers and annotations
+)
 
 // prefixHash is SHA-256 (on the host) over what makes a conversation's
 // cacheable prefix: model, system text, tool names, first user message.
 func prefixHash(r *wire.Request) [32]byte {
-	b := append(scratch[:0], r.Model...)
+	b := append(hashIn[:0], r.Model...)
 	b = append(b, 0)
 	for i := range r.System {
 		b = append(b, r.System[i].Text...)
@@ -188,7 +218,7 @@ func prefixHash(r *wire.Request) [32]byte {
 		}
 		break
 	}
-	scratch = b
+	hashIn = b
 	return plugin.SHA256(b)
 }
 
@@ -217,21 +247,29 @@ func promptBytes(r *wire.Request) (all, stable int64) {
 	return all, stable
 }
 
-// sessionKey is the store key of the request's session: the caller's
-// X-Bardo-Session (hashed when long), or, when derive_session is on, the
-// prefix hash.
-func sessionKey(session string, sum *[32]byte) string {
+// appendSessionKey appends the store key of the request's session to b:
+// the caller's X-Bardo-Session (hashed when long), or, when derive_session
+// is on, the prefix hash (hex of its first 16 bytes, whose first 16 digits
+// are the prefix's own hex).
+func appendSessionKey(b []byte, session string, sum *[32]byte) []byte {
 	switch {
 	case session != "" && len(session) <= 256:
-		return "s:" + session
+		b = append(b, "s:"...)
+		return append(b, session...)
 	case session != "":
 		h := plugin.SHA256([]byte(session))
-		return "s#" + hex.EncodeToString(h[:16])
+		b = append(b, "s#"...)
+		return hex.AppendEncode(b, h[:16])
 	case cfg.derive:
-		return "p:" + hex.EncodeToString(sum[:16])
+		b = append(b, "p:"...)
+		return hex.AppendEncode(b, sum[:16])
 	}
-	return ""
+	return b
 }
+
+// view is b as a string, without a copy: for the kept buffers above, whose
+// bytes stay as they are until the call's result is encoded.
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	if req.Meta.Session == "" && !cfg.derive {
@@ -239,31 +277,51 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 		return nil
 	}
 	sum := prefixHash(&req.Request)
-	key := sessionKey(req.Meta.Session, &sum)
-	prefix := hex.EncodeToString(sum[:8])
 	all, stable := promptBytes(&req.Request)
 
-	state, expect, saved := stateNew, "", int64(0)
+	// The record annotation, built in place: key, tokens, prefix, expected
+	// provider, saving.
+	rec := appendSessionKey(recBuf[:0], req.Meta.Session, &sum)
+	key := view(rec)
+	rec = append(rec, '\n')
+	rec = strconv.AppendInt(rec, all/4, 10)
+	rec = append(rec, '\n')
+	at := len(rec)
+	rec = hex.AppendEncode(rec, sum[:8])
+	prefix := view(rec[at:])
+	rec = append(rec, '\n')
+
+	kv := &resKV
+	n := 0
+	state, saved := stateNew, int64(0)
 	if v, ok := plugin.KVGet(key); ok {
 		if e, ok := decodeEntry(v); ok {
 			if e.model != req.Request.Model {
 				// The cached prefix belongs to another model.
 				state = stateMiss
 			} else {
-				state, expect = stateHit, e.provider
+				state = stateHit
 				saved = estimateSaved(&e, prefix, stable/4)
-				res.Annotations = append(res.Annotations, wire.KV{Key: AnnotationPrefer, Value: e.provider})
+				rec = append(rec, e.provider...)
+				kv[n] = wire.KV{Key: AnnotationPrefer, Value: e.provider}
+				n++
 			}
 		}
 	}
-	res.Headers = append(res.Headers, wire.KV{Key: HeaderAffinity, Value: state})
+	rec = append(rec, '\n')
+	at = len(rec)
+	rec = strconv.AppendInt(rec, saved, 10)
+	recBuf = rec
+	kv[n] = wire.KV{Key: AnnotationState, Value: state}
+	kv[n+1] = wire.KV{Key: AnnotationRecord, Value: view(rec)}
+	kv[n+2] = wire.KV{Key: HeaderAffinity, Value: state}
+	res.Annotations = kv[: n+2 : n+2]
 	if state == stateHit {
-		res.Headers = append(res.Headers, wire.KV{Key: HeaderSavedTokens, Value: strconv.FormatInt(saved, 10)})
+		kv[n+3] = wire.KV{Key: HeaderSavedTokens, Value: view(rec[at:])}
+		res.Headers = kv[n+2 : n+4 : n+4]
+	} else {
+		res.Headers = kv[n+2 : n+3 : n+3]
 	}
-	rec := key + "\n" + strconv.FormatInt(all/4, 10) + "\n" + prefix + "\n" + expect + "\n" + strconv.FormatInt(saved, 10)
-	res.Annotations = append(res.Annotations,
-		wire.KV{Key: AnnotationState, Value: state},
-		wire.KV{Key: AnnotationRecord, Value: rec})
 	return nil
 }
 
@@ -300,8 +358,8 @@ func finish(m *wire.Meta) (string, int64) {
 	if rec == "" || provider == "" {
 		return "", 0
 	}
-	f := strings.Split(rec, "\n")
-	if len(f) != 5 {
+	var f [5]string
+	if !fields(rec, &f) {
 		plugin.CounterAdd(metricErrors, 1)
 		return "", 0
 	}
@@ -332,7 +390,8 @@ func finish(m *wire.Meta) (string, int64) {
 		model = annotation(m.Annotations, AnnotationModel)
 	}
 	e := entry{provider: provider, model: model, tokens: tokens, prefix: prefix}
-	if err := plugin.KVPut(key, e.encode(), cfg.ttl); err != nil {
+	entryBuf = e.appendTo(entryBuf[:0])
+	if err := plugin.KVPut(key, entryBuf, cfg.ttl); err != nil {
 		plugin.CounterAdd(metricErrors, 1)
 		plugin.Logf(plugin.LevelWarn, "affinity: storing session: %v", err)
 	}
