@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/bardoinference/bardo/sdk/jsonscan"
 	"github.com/bardoinference/bardo/sdk/plugin"
@@ -287,8 +288,8 @@ func onRequest(in *wire.LayerRequest, res *wire.LayerResult) error {
 		{Key: AnnotationPrefixHash, Value: hashHex},
 		{Key: AnnotationPrefixTokens, Value: tokens},
 	}
-	res.Headers = append(res.Headers, kv[:4]...)
-	res.Annotations = append(res.Annotations, kv[4:]...)
+	res.Headers = kv[:4:4]
+	res.Annotations = kv[4:6:6]
 	if added > 0 {
 		plugin.CounterAdd(metricBreakpoints, float64(added))
 	}
@@ -297,6 +298,9 @@ func onRequest(in *wire.LayerRequest, res *wire.LayerResult) error {
 
 // scratchKV holds a result's headers and annotations until it is encoded.
 var scratchKV [6]wire.KV
+
+// sessionKey holds the kv key of a request's session.
+var sessionKey []byte
 
 // prefixKey is "p:" and the hex of sum, built in one allocation.
 func prefixKey(sum []byte) string {
@@ -312,15 +316,18 @@ func prefixKey(sum []byte) string {
 // affinity_ttl, which is refreshed on every request like a provider's
 // cache.
 func prefixMatch(m *wire.Meta, sum []byte, pkey string) string {
+	// The session's key is built in a kept buffer: the host copies it.
 	var key string
 	switch {
 	case m.Session == "":
 		key = pkey
 	case len(m.Session) > 200:
 		s := plugin.SHA256([]byte(m.Session))
-		key = "s#" + hex.EncodeToString(s[:16])
+		sessionKey = hex.AppendEncode(append(sessionKey[:0], "s#"...), s[:16])
+		key = unsafe.String(unsafe.SliceData(sessionKey), len(sessionKey))
 	default:
-		key = "s:" + m.Session
+		sessionKey = append(append(sessionKey[:0], "s:"...), m.Session...)
+		key = unsafe.String(unsafe.SliceData(sessionKey), len(sessionKey))
 	}
 	prev, ok := plugin.KVGet(key)
 	hit := ok && bytes.Equal(prev, sum)
