@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/bardoinference/bardo/sdk/wire"
@@ -95,6 +96,58 @@ func Classify(model string, texts []string) (labels []string, scores [][]float32
 		scores[i] = decodeFloats(flat[4*n*i : 4*n*(i+1)])
 	}
 	return labels, scores, nil
+}
+
+// classifyEnc is ClassifyLabel's request, reused: an instance serves one
+// call at a time, and inside wasm each growth of a new encoder's buffer is
+// an allocation.
+var classifyEnc wire.Encoder
+
+// ClassifyLabel is Classify for a caller that wants one label's
+// probability: it appends each text's probability of label (matched
+// case-insensitively) to dst and returns it. Once dst and its request
+// buffer have grown it allocates only the reply's copy: no label strings,
+// no slice per text. An error names the model's labels when it has no
+// label.
+func ClassifyLabel(model, label string, texts []string, dst []float32) ([]float32, error) {
+	e := &classifyEnc
+	e.Reset() // the format-version byte the host checks
+	e.String(model)
+	e.Strings(texts)
+	reply, err := hostService(svcClassify, e.Bytes())
+	if err != nil {
+		return dst, err
+	}
+	if len(reply) == 0 {
+		return dst, errors.New("classify: empty reply from the host")
+	}
+	if reply[0] != replyOK {
+		return dst, errors.New(string(reply[1:]))
+	}
+	var d wire.Decoder
+	d.Init(reply[1:])
+	// The reply: the labels (a count, then each), then every text's
+	// scores, one float32 per label, text after text.
+	n := int(d.Uint())
+	li := -1
+	for i := 0; i < n && d.Err() == nil; i++ {
+		if strings.EqualFold(d.String(), label) {
+			li = i
+		}
+	}
+	flat := d.Raw()
+	if d.Err() != nil || n == 0 || len(flat) != 4*n*len(texts) {
+		return dst, errors.New("classify: malformed reply")
+	}
+	if li < 0 {
+		var ld wire.Decoder
+		ld.Init(reply[1:])
+		return dst, fmt.Errorf("model %q has no label %q (labels: %s)", model, label, strings.Join(ld.Strings(), ", "))
+	}
+	for i := range texts {
+		dst = append(dst, math.Float32frombits(binary.LittleEndian.Uint32(flat[4*(n*i+li):])))
+	}
+	return dst, nil
 }
 
 // VectorMatch is one result of VectorSearch.

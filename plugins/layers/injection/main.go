@@ -532,6 +532,7 @@ var (
 	todoBuf  []int
 	textBuf  []string
 	keysBuf  [][2 + 32]byte
+	gotBuf   []float32
 )
 
 // scores classifies the pieces, reusing scores this tenant's earlier
@@ -588,23 +589,15 @@ func scores(tenant string, ps []piece) ([]float32, error) {
 	if len(texts) == 0 {
 		return out, nil
 	}
-	labels, got, err := plugin.Classify(cfg.model, texts)
+	got, err := plugin.ClassifyLabel(cfg.model, cfg.label, texts, gotBuf[:0])
 	if err != nil {
 		return nil, err
 	}
-	li := -1
-	for i, l := range labels {
-		if strings.EqualFold(l, cfg.label) {
-			li = i
-		}
-	}
-	if li < 0 {
-		return nil, fmt.Errorf("model %q has no label %q (labels: %s)", cfg.model, cfg.label, strings.Join(labels, ", "))
-	}
+	gotBuf = got
 	plugin.CounterAdd(metricScanned, float64(len(texts)))
 	var num [16]byte
 	for j, i := range todo {
-		out[i] = got[j][li]
+		out[i] = got[j]
 		// Each text's score is observed once, when it is classified, not
 		// again on every turn that resends it.
 		plugin.Observe(metricScore, float64(out[i]))
