@@ -3,12 +3,14 @@
 package main
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/plugintest"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
@@ -283,5 +285,59 @@ func TestConfig(t *testing.T) {
 		if _, ok := decodeEntry([]byte(junk)); ok {
 			t.Errorf("%q decoded", junk)
 		}
+	}
+}
+
+// fields splits exactly as strings.Split does when that gives five fields,
+// and refuses every other count (the record and the stored entry).
+func TestFieldsIsSplit(t *testing.T) {
+	for _, s := range []string{"", "a", "a\nb\nc\nd", "a\nb\nc\nd\ne", "\n\n\n\n", "a\nb\nc\nd\ne\n", "s:x\n12\nab\n\n0", "\n\n\n\n\n\n"} {
+		var f [5]string
+		ok := fields(s, &f)
+		want := strings.Split(s, "\n")
+		if ok != (len(want) == 5) || ok && f != [5]string(want) {
+			t.Errorf("%q: %v %q, strings.Split %q", s, ok, f, want)
+		}
+	}
+}
+
+// The phases' own work allocates only the stored entry's copy that KVGet
+// returns: the record, key, headers and entry live in kept buffers (inside
+// wasm each allocation costs about a microsecond). Called natively, without
+// the SDK's decoding.
+func TestHooksAllocate(t *testing.T) {
+	h := plugintest.New(t, `{}`)
+	req := conversation("gpt-4o", "hello", "hi there", "and now?")
+	served(h, req, "b") // a live entry: the next requests are hits
+	var res wire.LayerResult
+	allocs := testing.AllocsPerRun(50, func() {
+		res = wire.LayerResult{}
+		if err := onRequest(&req, &res); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if get(res.Headers, HeaderAffinity) != stateHit || allocs > 1 {
+		t.Fatalf("request phase, hit: %v allocations, %+v", allocs, res)
+	}
+	m := req.Meta
+	m.Annotations = append(slices.Clone(res.Annotations), wire.KV{Key: AnnotationProvider, Value: "b"}, wire.KV{Key: AnnotationModel, Value: "gpt-4o"})
+	in := wire.LayerResponse{Meta: m, Response: wire.Response{ID: "x", Content: text("ok")}}
+	allocs = testing.AllocsPerRun(50, func() {
+		var out wire.LayerResponseResult
+		if err := onResponse(&in, &out); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// Natively, the test host's kv store and metrics allocate of their own.
+	val := []byte("1\nb\ngpt-4o\n100\n0123456789abcdef")
+	host := testing.AllocsPerRun(50, func() {
+		if err := plugin.KVPut("s:x", val, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		plugin.CounterAdd(metricHits, 1)
+		plugin.CounterAdd(metricSavedTokens, 1)
+	})
+	if allocs > host {
+		t.Fatalf("response phase: %v allocations, the host's %v", allocs, host)
 	}
 }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -386,5 +387,40 @@ func TestConfigErrors(t *testing.T) {
 	}
 	if cfg.sortTools || cfg.cacheTurns || !cfg.moveVolatile || cfg.minPrefixTokens != 0 || !cfg.promptCacheKey || cfg.affinityTTL != 10*time.Minute {
 		t.Fatalf("cfg %+v", cfg)
+	}
+}
+
+// A request whose prefix the memo knows allocates only the previous sum's
+// copy that KVGet returns: the headers, annotations and the session's key
+// live in kept buffers (inside wasm each allocation costs about a
+// microsecond). Called natively, without the SDK's decoding; the test
+// host's kv store and metrics allocate of their own.
+func TestRequestAllocates(t *testing.T) {
+	h := plugintest.New(t, `{}`)
+	in := wire.LayerRequest{Meta: anthropicMeta, Request: anthropicRequest()}
+	in.Meta.Dialect, in.Meta.Session = wire.DialectOpenAI, "agent-7"
+	in.Meta.Model, in.Request.Model = "gpt-4o", "gpt-4o"
+	slices.Reverse(in.Request.Tools) // in name order: nothing to change
+	h.OnRequest(in)
+	var res wire.LayerResult
+	allocs := testing.AllocsPerRun(50, func() {
+		res = wire.LayerResult{}
+		if err := onRequest(&in, &res); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if header(res.Headers, HeaderPrefixMatch) != "hit" || res.Patched != 0 {
+		t.Fatalf("%+v", res)
+	}
+	sum := []byte("0123456789abcdef")
+	host := testing.AllocsPerRun(50, func() {
+		plugin.KVGet("s:agent-7")
+		if err := plugin.KVPut("s:agent-7", sum, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		plugin.CounterAdd(metricPrefixHits, 1)
+	})
+	if allocs > host {
+		t.Fatalf("%v allocations, the host's %v", allocs, host)
 	}
 }
