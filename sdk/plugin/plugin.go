@@ -234,11 +234,25 @@ var errNotRegistered = errors.New("plugin registered neither a layer nor a provi
 // returned slice is valid until the next call.
 func dispatch(op Op, in []byte) []byte {
 	arena.Reset()
-	if err := run(op, in); err != nil {
+	input = in
+	err := run(op, in)
+	input = nil
+	if err != nil {
 		return fail(err)
 	}
 	return out.Bytes()
 }
+
+// input is the input of the call in progress (Input).
+var input []byte
+
+// Input returns the input bytes of the call in progress, nil outside a
+// call. The decoded input's strings and byte slices alias it, so a plugin
+// can tell whether a value came from it and take a run of its encoded
+// fields as one span (semcache hashes a request's history that way instead
+// of field by field). Valid until the hook returns, like the rest of the
+// input (docs/abi.md, "What a plugin may keep").
+func Input() []byte { return input }
 
 // fail encodes an error result.
 func fail(err error) []byte {
