@@ -10,6 +10,7 @@ package respcache
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 	"unsafe"
@@ -66,13 +67,20 @@ var ErrEntry = errors.New("respcache: malformed cache entry")
 // EncodeEntry encodes r, stored at storedMs (Unix milliseconds), using enc
 // as scratch space.
 func EncodeEntry(enc *wire.Encoder, r *wire.Response, storedMs int64) []byte {
+	return AppendEntry(nil, enc, r, storedMs)
+}
+
+// AppendEntry is EncodeEntry appending to dst: a caller that hands the
+// entry straight to kv_put (which copies it) can keep dst and allocate
+// nothing once it has grown.
+func AppendEntry(dst []byte, enc *wire.Encoder, r *wire.Response, storedMs int64) []byte {
 	enc.Reset()
 	x := wire.LayerResponseResult{Replaced: true, Response: *r}
 	x.Encode(enc)
-	out := make([]byte, 0, len(entryMagic)+8+len(enc.Bytes()))
-	out = append(out, entryMagic...)
-	out = binary.LittleEndian.AppendUint64(out, uint64(storedMs))
-	return append(out, enc.Bytes()...)
+	dst = slices.Grow(dst, len(entryMagic)+8+len(enc.Bytes()))
+	dst = append(dst, entryMagic...)
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(storedMs))
+	return append(dst, enc.Bytes()...)
 }
 
 // DecodeEntry decodes an entry. The response's strings alias b.

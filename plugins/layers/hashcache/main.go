@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/respcache"
@@ -266,16 +267,32 @@ func kvDelete(key string) {
 // storePrefix starts the kv key of an entry.
 const storePrefix = "r:"
 
-// storeKey is the kv key of a hex cache key.
-func storeKey(hexKey string) string { return storePrefix + hexKey }
+// keyBuf holds the kv key of the call's entry. Inside wasm an allocation
+// costs about a microsecond and leaves garbage for the guest's GC; the
+// strings made from it are used within the call only (the host copies a
+// kv key, and a result's headers and annotations are encoded before the
+// next call builds another key).
+var keyBuf [len(storePrefix) + 64]byte
 
-// storeKeyOf is the kv key of a cache key, built in one allocation.
-func storeKeyOf(sum *[32]byte) string {
-	var b [len(storePrefix) + 64]byte
-	copy(b[:], storePrefix)
-	hex.Encode(b[len(storePrefix):], sum[:])
-	return string(b[:])
+// storeKey is the kv key of a hex cache key, valid until the next
+// storeKey or storeKeyOf.
+func storeKey(hexKey string) string {
+	n := copy(keyBuf[:], storePrefix)
+	n += copy(keyBuf[n:], hexKey)
+	return unsafe.String(&keyBuf[0], n)
 }
+
+// storeKeyOf is the kv key of a cache key, valid until the next storeKey
+// or storeKeyOf.
+func storeKeyOf(sum *[32]byte) string {
+	copy(keyBuf[:], storePrefix)
+	hex.Encode(keyBuf[len(storePrefix):], sum[:])
+	return unsafe.String(&keyBuf[0], len(keyBuf))
+}
+
+// entryBuf is the entry being stored, kept between calls (kv_put copies
+// it).
+var entryBuf []byte
 
 func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	keys.tenant = req.Meta.Tenant
@@ -350,7 +367,10 @@ func store(hexKey string, ttl time.Duration, r *wire.Response) {
 		plugin.CounterAdd(metricSkips, 1)
 		return
 	}
-	v := respcache.EncodeEntry(&enc, r, plugin.Now().UnixMilli())
+	v := respcache.AppendEntry(entryBuf[:0], &enc, r, plugin.Now().UnixMilli())
+	if cap(v) <= 64<<10 {
+		entryBuf = v // a larger one is not kept: it would stay in memory
+	}
 	if len(v) > cfg.maxEntryBytes {
 		plugin.CounterAdd(metricSkips, 1)
 		return

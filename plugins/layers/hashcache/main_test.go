@@ -10,6 +10,7 @@ import (
 	"github.com/bardoinference/bardo/sdk/jsonscan"
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/plugintest"
+	"github.com/bardoinference/bardo/sdk/respcache"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -611,4 +612,37 @@ func FuzzText(f *testing.F) {
 			t.Fatalf("text(%q) = %q grew", s, out)
 		}
 	})
+}
+
+// The entry's kv key and its encoding are built in kept buffers: inside
+// wasm each allocation costs about a microsecond and leaves garbage for the
+// guest's GC, on every miss and every store. The key and the entry are
+// those the code before built.
+func TestKeyAndEntryAllocateNothing(t *testing.T) {
+	plugintest.New(t, `{}`)
+	sum := plugin.SHA256([]byte("x"))
+	hexKey := storeKeyOf(&sum)[len(storePrefix):]
+	if got, want := storeKeyOf(&sum), "r:2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"; got != want {
+		t.Fatalf("storeKeyOf = %q, want %q", got, want)
+	}
+	if got := storeKey(strings.Repeat("a", 64)); got != "r:"+strings.Repeat("a", 64) {
+		t.Fatalf("storeKey = %q", got)
+	}
+	if n := testing.AllocsPerRun(100, func() { hexKey = storeKeyOf(&sum)[len(storePrefix):] }); n != 0 {
+		t.Errorf("storeKeyOf: %v allocations, want 0", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = storeKey(hexKey) }); n != 0 {
+		t.Errorf("storeKey: %v allocations, want 0", n)
+	}
+	r := &wire.Response{ID: "r", Model: "m", Content: []wire.Block{text(strings.Repeat("an answer ", 40))},
+		StopReason: wire.StopEndTurn, Usage: wire.Usage{InputTokens: 100, OutputTokens: 50}}
+	var enc wire.Encoder
+	want := string(respcache.EncodeEntry(&enc, r, 1700000000000))
+	var buf []byte
+	if n := testing.AllocsPerRun(100, func() { buf = respcache.AppendEntry(buf[:0], &enc, r, 1700000000000) }); n != 0 {
+		t.Errorf("AppendEntry into a kept buffer: %v allocations, want 0", n)
+	}
+	if string(buf) != want {
+		t.Fatal("AppendEntry differs from EncodeEntry")
+	}
 }

@@ -10,6 +10,7 @@ package main_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -123,6 +124,68 @@ func BenchmarkLayerCall(b *testing.B) {
 			resp := agentAnswer()
 			measure(b, func() { onResponse(b, p, &enc, meta, resp) })
 		})
+	}
+}
+
+// BenchmarkNewTurn is the live shape of an agent's request: the 4 KB agent
+// request whose history this instance has seen, with a new last user turn
+// on every call (a miss), and the response phase storing its answer. cold
+// evicts the CPU's caches before each call (untimed), as the other layers
+// and the host do live between two calls of this one.
+func BenchmarkNewTurn(b *testing.B) {
+	for _, cold := range []bool{false, true} {
+		name := map[bool]string{false: "hot", true: "cold"}[cold]
+		for _, phase := range []string{"request", "response"} {
+			b.Run(phase+"/"+name, func(b *testing.B) {
+				req := fixtures.AgentRequest()
+				last := &req.Messages[len(req.Messages)-1].Content[0]
+				p := load(b, `{}`, true, kvstore.NewMemory(64<<20))
+				meta := wire.Meta{RequestID: "req_bench", Tenant: "bench", Dialect: wire.DialectOpenAI, Model: req.Model}
+				var enc wire.Encoder
+				var lat layertest.Latencies
+				resp := agentAnswer()
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					i++
+					last.Text = "Go ahead with case " + strconv.Itoa(i) + " of run 1764225600123456789, and summarize the risk in two sentences at the end."
+					if cold {
+						evictCaches()
+					}
+					t0 := time.Now()
+					res := onRequest(b, p, &enc, &meta, req)
+					if phase == "request" {
+						lat.Add(time.Since(t0))
+					}
+					if res.Action != wire.ActionContinue {
+						b.Fatal("hit")
+					}
+					m := meta
+					m.Annotations = res.Annotations
+					if cold {
+						evictCaches()
+					}
+					t0 = time.Now()
+					onResponse(b, p, &enc, m, resp)
+					if phase == "response" {
+						lat.Add(time.Since(t0))
+					}
+				}
+				lat.Report(b)
+			})
+		}
+	}
+}
+
+// evictBuf is larger than the machine's L2 caches together.
+var evictBuf = make([]byte, 8<<20)
+
+// evictCaches writes a byte of every cache line of evictBuf, so the next
+// call finds its code and data out of the L1 and L2 caches, as it does
+// live: eight other layers and the host run between two calls of a layer.
+func evictCaches() {
+	for i := 0; i < len(evictBuf); i += 64 {
+		evictBuf[i]++
 	}
 }
 
