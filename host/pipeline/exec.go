@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -111,6 +112,15 @@ var withheld = map[string]string{
 // RequestPhase runs the request through the layers in order. It returns an
 // answer when a layer answered (a cache hit), or an error when a layer
 // rejected the request or failed closed.
+//
+// A run of consecutive layers bundled in one module (Layer.run) is called
+// once (ABI v1.7): the guest runs their hooks in order and stops after one
+// that answers, rejects, patches or fails; each result is applied as a
+// lone call's would be (requestResult), and the phase goes on from the
+// next layer with a new run. A run that traps or times out is called
+// again layer by layer, so the failure is its layer's and its on_error
+// applies; a layer whose hook ran before the failing one's in that run
+// runs twice for the request (docs/abi.md).
 func (p *Pipeline) RequestPhase(ctx context.Context, x *Exchange) (*wire.Response, *wire.Error) {
 	if len(p.request) == 0 {
 		return nil, nil
@@ -124,66 +134,98 @@ func (p *Pipeline) RequestPhase(ctx context.Context, x *Exchange) (*wire.Respons
 		enc.Reset(nil) // a pooled encoder keeps no request alive
 		requestEncoders.Put(enc)
 	}()
-	for _, l := range p.request {
-		enc.Prepare(&x.Meta, l.Desc.Reads)
-		out, err := x.callInput(ctx, l, plugin.OpOnRequest, enc)
-		if err != nil {
-			if e := p.layerFailed(x, l, "request", err); e != nil {
-				return nil, e
+	var runs [8]sandbox.RunResult
+	solo := 0 // layers before it are called one by one (a failed run's)
+	for i := 0; i < len(p.request); {
+		l := p.request[i]
+		if n := l.run; n > 1 && i >= solo {
+			ls := p.request[i : i+n]
+			reads := wire.Part(0)
+			for _, r := range ls {
+				reads |= r.Desc.Reads
 			}
-			continue
-		}
-		var res wire.LayerResult
-		if err := res.Decode(out); err != nil {
-			if e := p.layerFailed(x, l, "request", fmt.Errorf("undecodable result: %w", err)); e != nil {
-				return nil, e
-			}
-			continue
-		}
-		if bad := res.Patched &^ l.Desc.Writes; bad != 0 {
-			if e := p.layerFailed(x, l, "request", fmt.Errorf("patched undeclared parts %b", bad)); e != nil {
-				return nil, e
-			}
-			continue
-		}
-		x.addHeaders(res.Headers)
-		if x.Meta.Annotations == nil && len(res.Annotations) > 0 {
-			// Most shipped layers note one: room for them at once.
-			x.Meta.Annotations = make([]wire.KV, 0, len(p.request))
-		}
-		x.Meta.Annotations = append(x.Meta.Annotations, res.Annotations...)
-		if res.SkipAnswer {
-			x.skipAnswer(l)
-		}
-		switch res.Action {
-		case wire.ActionAnswer:
-			if res.Answer == nil {
-				if e := p.layerFailed(x, l, "request", errors.New("answer action without an answer")); e != nil {
-					return nil, e
-				}
+			enc.Prepare(&x.Meta, reads)
+			rs, err := x.callRun(ctx, ls, enc, runs[:0])
+			if err != nil {
+				// A trap or a timeout: no layer of the run is answered
+				// for; each is called again on its own, so the failure
+				// is its layer's and its on_error applies.
+				p.log.Debug("request run failed; calling its layers one by one", "layer", l.Spec.Name,
+					"request_id", x.Meta.RequestID, "err", err)
+				solo = i + n
 				continue
 			}
-			return res.Answer, nil
-		case wire.ActionReject:
-			e := res.Error
-			if e == nil {
-				e = &wire.Error{Message: "rejected by layer " + l.Spec.Name}
+			for j, r := range rs {
+				if resp, e, stop := p.requestResult(x, ls[j], r.Out, r.Err, enc); stop {
+					return resp, e
+				}
 			}
-			if e.Status < 400 || e.Status > 599 {
-				e.Status = 400
-			}
-			if e.Kind == "" {
-				e.Kind = wire.ErrInvalidRequest
-			}
-			return nil, e
+			i += len(rs)
+			continue
 		}
-		if res.Patched != 0 {
-			applyPatch(x.Req, &res.Request, res.Patched)
-			enc.Changed(res.Patched)
-			x.Pristine = false
+		enc.Prepare(&x.Meta, l.Desc.Reads)
+		out, err := x.callInput(ctx, l, plugin.OpOnRequest, enc)
+		if resp, e, stop := p.requestResult(x, l, out, err, enc); stop {
+			return resp, e
 		}
+		i++
 	}
 	return nil, nil
+}
+
+// requestResult applies layer l's request-phase result (out, or the call's
+// error err) to x, the same whether l was called on its own or in a run:
+// stop is true when the request phase ends here, with an answer or an
+// error for the caller.
+func (p *Pipeline) requestResult(x *Exchange, l *Layer, out []byte, err error, enc *wire.RequestEncoder) (_ *wire.Response, _ *wire.Error, stop bool) {
+	if err != nil {
+		e := p.layerFailed(x, l, "request", err)
+		return nil, e, e != nil
+	}
+	var res wire.LayerResult
+	if err := res.Decode(out); err != nil {
+		e := p.layerFailed(x, l, "request", fmt.Errorf("undecodable result: %w", err))
+		return nil, e, e != nil
+	}
+	if bad := res.Patched &^ l.Desc.Writes; bad != 0 {
+		e := p.layerFailed(x, l, "request", fmt.Errorf("patched undeclared parts %b", bad))
+		return nil, e, e != nil
+	}
+	x.addHeaders(res.Headers)
+	if x.Meta.Annotations == nil && len(res.Annotations) > 0 {
+		// Most shipped layers note one: room for them at once.
+		x.Meta.Annotations = make([]wire.KV, 0, len(p.request))
+	}
+	x.Meta.Annotations = append(x.Meta.Annotations, res.Annotations...)
+	if res.SkipAnswer {
+		x.skipAnswer(l)
+	}
+	switch res.Action {
+	case wire.ActionAnswer:
+		if res.Answer == nil {
+			e := p.layerFailed(x, l, "request", errors.New("answer action without an answer"))
+			return nil, e, e != nil
+		}
+		return res.Answer, nil, true
+	case wire.ActionReject:
+		e := res.Error
+		if e == nil {
+			e = &wire.Error{Message: "rejected by layer " + l.Spec.Name}
+		}
+		if e.Status < 400 || e.Status > 599 {
+			e.Status = 400
+		}
+		if e.Kind == "" {
+			e.Kind = wire.ErrInvalidRequest
+		}
+		return nil, e, true
+	}
+	if res.Patched != 0 {
+		applyPatch(x.Req, &res.Request, res.Patched)
+		enc.Changed(res.Patched)
+		x.Pristine = false
+	}
+	return nil, nil, false
 }
 
 func applyPatch(dst, src *wire.Request, parts wire.Part) {
@@ -456,4 +498,30 @@ func (p *Pipeline) watchBatch(ctx context.Context, x *Exchange, l *Layer, w *wat
 		return p.layerFailed(x, l, "stream", err)
 	}
 	return nil
+}
+
+// linkRuns finds the runs of consecutive request-phase layers that are
+// entries of one module exporting bardo_on_request_run: RequestPhase calls
+// each run once instead of once per layer. BARDO_REQUEST_RUNS=0 turns
+// runs off (every layer is called on its own, as before ABI v1.7).
+func (p *Pipeline) linkRuns() {
+	off := os.Getenv("BARDO_REQUEST_RUNS") == "0"
+	for i := len(p.request) - 1; i >= 0; i-- {
+		l := p.request[i]
+		l.run, l.runPlugins = 1, nil
+		if off || !l.Plugin.CanRun() {
+			continue
+		}
+		if i+1 < len(p.request) {
+			if next := p.request[i+1]; next.Plugin.SharesPool(l.Plugin) && next.Plugin.CanRun() {
+				l.run = next.run + 1
+			}
+		}
+		if l.run > 1 {
+			l.runPlugins = make([]*sandbox.Plugin, l.run)
+			for j := range l.run {
+				l.runPlugins[j] = p.request[i+j].Plugin
+			}
+		}
+	}
 }

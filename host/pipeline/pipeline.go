@@ -85,6 +85,12 @@ type Layer struct {
 
 	idx   int  // position in Pipeline.Layers: its bit in Exchange.skip
 	watch bool // a stream-phase layer that only watches (wire.FlagWatchStream)
+	// run is the number of request-phase layers from this one on that
+	// are entries of one module exporting bardo_on_request_run (ABI
+	// v1.7): more than one, and RequestPhase runs them in one call.
+	// runPlugins are their plugins, in order.
+	run        int
+	runPlugins []*sandbox.Plugin
 }
 
 // Provider is a loaded [[provider]].
@@ -345,6 +351,7 @@ func (p *Pipeline) link() error {
 			}
 		}
 	}
+	p.linkRuns()
 	for i := len(p.Layers) - 1; i >= 0; i-- {
 		l := p.Layers[i]
 		if l.Phases&wire.PhaseResponse != 0 {

@@ -27,6 +27,29 @@ func (x *Exchange) callInput(ctx context.Context, l *Layer, op plugin.Op, in san
 	return out, err
 }
 
+// callRun runs the request phase of the layers ls (entries of one module,
+// Layer.run) in one call (sandbox.RunRequest). A traced request still gets
+// one span per layer; as the host sees no boundary between the hooks of a
+// run, each span covers the whole run, and a layer's own time is its
+// bardo_sandbox_call_seconds (measured by the guest). A failed run marks
+// no span failed: its layers are called again one by one, each in a span
+// of its own.
+func (x *Exchange) callRun(ctx context.Context, ls []*Layer, in sandbox.Input, dst []sandbox.RunResult) ([]sandbox.RunResult, error) {
+	var spans [16]trace.Span // untraced, each is the zero Span
+	for i, l := range ls[:min(len(ls), len(spans))] {
+		_, spans[i] = trace.StartLayer(ctx, l.Spec.Name, "on_request")
+	}
+	rs, err := sandbox.RunRequest(ctx, ls[0].runPlugins, in, x.info(), dst)
+	for i := range spans[:min(len(ls), len(spans))] {
+		f := ""
+		if err == nil && i < len(rs) {
+			f = callFailure(rs[i].Err)
+		}
+		spans[i].EndLayer(f)
+	}
+	return rs, err
+}
+
 // opName is a layer export's name (the ABI's on_* functions).
 func opName(op plugin.Op) string {
 	switch op {

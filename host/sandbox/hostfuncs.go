@@ -89,6 +89,9 @@ func instantiateHostModule(ctx context.Context, r wazero.Runtime) error {
 
 func state(ctx context.Context) *callState {
 	cs, _ := ctx.Value(callKey{}).(*callState)
+	if cs != nil && cs.run != nil {
+		cs.p = cs.runEntry()
+	}
 	return cs
 }
 

@@ -175,6 +175,8 @@ type module struct {
 	instantiated atomic.Int64
 	discarded    atomic.Int64
 	shrunk       atomic.Int64
+
+	runObs atomic.Pointer[func(float64)] // bardo_on_request_run's series
 }
 
 type instance struct {
@@ -191,6 +193,7 @@ type instance struct {
 	ops                   [len(exportNames)]api.Function
 	stack                 [2]uint64
 	cs                    callState // the call in progress's (callInstanceAt)
+	run                   []*Plugin // the entries of the request run about to start (RunRequest)
 }
 
 var exportNames = [...]string{
@@ -206,6 +209,8 @@ var exportNames = [...]string{
 	plugin.OpProviderDescribe: "bardo_provider_describe",
 	plugin.OpResolve:          "bardo_resolve",
 	plugin.OpOnFallback:       "bardo_on_fallback",
+	// v1.7
+	plugin.OpOnRequestRun: "bardo_on_request_run",
 }
 
 const pageSize = 64 << 10
@@ -863,16 +868,20 @@ func (p *Plugin) observeCall(op plugin.Op, took time.Duration, err error) {
 	if err == nil {
 		return
 	}
-	kind := "error" // the plugin reported an error (its instance is kept)
+	p.host.Add("bardo_sandbox_call_failures_total", 1, "plugin", p.opts.Name, "op", name, "kind", callKind(err))
+}
+
+// callKind names why a call failed, for bardo_sandbox_call_failures_total.
+func callKind(err error) string {
 	switch {
 	case errors.Is(err, ErrTrap):
-		kind = "trap"
+		return "trap"
 	case errors.Is(err, ErrTimeout):
-		kind = "timeout"
+		return "timeout"
 	case errors.Is(err, context.Canceled):
-		kind = "canceled"
+		return "canceled"
 	}
-	p.host.Add("bardo_sandbox_call_failures_total", 1, "plugin", p.opts.Name, "op", name, "kind", kind)
+	return "error" // the plugin reported an error (its instance is kept)
 }
 
 // BoundMetrics is implemented by a HostMetrics that binds a histogram's
@@ -938,6 +947,12 @@ type callState struct {
 	scratch []byte
 	enc     wire.Encoder
 	dec     wire.Decoder
+
+	// run, during a request run (RunRequest), are the entries it runs;
+	// the guest writes the position of the one running into the u32 at
+	// runAt in its memory, and state serves that entry's host calls.
+	run   []*Plugin
+	runAt uint32
 }
 
 // scratchKeep is the largest scratch buffer an instance keeps between
@@ -955,7 +970,7 @@ func (in *instance) resetCallState(p *Plugin, info CallInfo, began time.Time) *c
 	if cap(enc.Bytes()) > scratchKeep {
 		enc = wire.Encoder{}
 	}
-	*cs = callState{p: p, in: in, info: info, began: began, scratch: scratch, enc: enc}
+	*cs = callState{p: p, in: in, info: info, began: began, scratch: scratch, enc: enc, run: in.run}
 	return cs
 }
 
@@ -983,6 +998,9 @@ func (p *Plugin) callInstanceAt(ctx context.Context, in *instance, op plugin.Op,
 		return nil, p.callFailed(ctx, err)
 	}
 	ptr := uint32(in.stack[0])
+	if in.run != nil {
+		in.cs.runAt = ptr
+	}
 	if n > 0 {
 		ok := false
 		if src != nil {

@@ -110,6 +110,12 @@ func exportResolve(n uint32) uint64 { return call(OpResolve, n) }
 //go:wasmexport bardo_on_fallback
 func exportOnFallback(n uint32) uint64 { return call(OpOnFallback, n) }
 
+// bardo_on_request_run (v1.7) runs the request phase of several entries in
+// one call (run.go).
+//
+//go:wasmexport bardo_on_request_run
+func exportOnRequestRun(n uint32) uint64 { return call(OpOnRequestRun, n) }
+
 // Host functions, module "bardo_v1" (docs/abi.md).
 
 //go:wasmimport bardo_v1 log

@@ -40,7 +40,7 @@ import (
 const ABIVersion = 1
 
 // ABIMinor is the ABI minor version this SDK implements (docs/abi.md).
-const ABIMinor = 6
+const ABIMinor = 7
 
 // Layer is a pipeline layer. Only the hooks for the declared Phases are called.
 type Layer struct {
@@ -306,6 +306,8 @@ func run(op Op, in []byte) error {
 		}
 		out.Reset() // a bare format-version byte: success, no payload
 		return nil
+	case OpOnRequestRun:
+		return runRequest(in)
 	}
 	if layer != nil {
 		return runLayer(op, in)

@@ -1,0 +1,150 @@
+package plugin
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/bardoinference/bardo/sdk/wire"
+)
+
+// OpOnRequestRun (ABI v1.7, additive) runs the request phase of several
+// layer entries of this module in one call: the host pays one call's
+// floor (its input copied and decoded once, one result, one scheduling
+// point) for a run of consecutive bundled layers instead of one per
+// layer. See docs/abi.md, "Runs of request-phase layers".
+const OpOnRequestRun Op = OpOnFallback + 1
+
+// The run's input: the u32 slot the guest writes the position of the hook
+// running into (the host reads it to serve that entry's host calls), the
+// u32 number of entries, their u32 indices, then the LayerRequest with
+// the union of their Reads. All little-endian.
+const runHead = 8
+
+// The run's output, after the format byte: one record per entry run, in
+// order — a status byte (runOK, or runFailed and an error message), the
+// hook's duration in nanoseconds (u64) and the u32 length of what
+// follows (the encoded LayerResult, or the message).
+const (
+	runFailed byte = 0
+	runOK     byte = 1
+)
+
+var (
+	errRunInput = errors.New("request run: input shorter than its head")
+	// runOut collects the run's records; runAnn the annotations the
+	// entries see (the input's, then each result's, as the host adds
+	// them between calls). Both kept from call to call.
+	runOut []byte
+	runAnn []wire.KV
+)
+
+// runRequest runs OnRequest of each entry the input names, in order, on
+// one decoded request. Each hook sees only the parts its layer reads (a
+// shallow copy with the others zeroed) and the annotations of the hooks
+// before it. The run stops after a result that ends or changes the
+// request — an action, a patch — or an error: the host applies it and
+// goes on from the next layer with a new run.
+func runRequest(in []byte) error {
+	if len(in) < runHead {
+		return errRunInput
+	}
+	n := int(binary.LittleEndian.Uint32(in[4:]))
+	if n < 1 || n > len(entries) || len(in) < runHead+4*n {
+		return errRunInput
+	}
+	full := &calls.req
+	*full = wire.LayerRequest{}
+	if err := full.DecodeArena(in[runHead+4*n:], &arena); err != nil {
+		return err
+	}
+	saved := layer
+	defer func() { layer = saved }() // the selected entry is the host's (bardo_select)
+	runAnn = append(runAnn[:0], full.Meta.Annotations...)
+	runOut = runOut[:0]
+	var req wire.LayerRequest
+	res := &calls.res
+	// One clock read between hooks: a hook's time includes encoding its
+	// result, as a call of its own would.
+	at := hostClock()
+	for k := range n {
+		binary.LittleEndian.PutUint32(in, uint32(k))
+		i := int(binary.LittleEndian.Uint32(in[runHead+4*k:]))
+		var l *Layer
+		if i < len(entries) {
+			l = entries[i].layer
+		}
+		req = *full
+		req.Meta.Annotations = runAnn[:len(runAnn):len(runAnn)] // a hook's append copies
+		*res = wire.LayerResult{}
+		if err := runHook(l, i, &req, res); err != nil {
+			msg := err.Error()
+			runOut = appendRecord(runOut, runFailed, hostClock()-at, len(msg))
+			runOut = append(runOut, msg...)
+			break
+		}
+		encodeOK(res)
+		b := out.Bytes()
+		now := hostClock()
+		runOut = appendRecord(runOut, runOK, now-at, len(b))
+		at = now
+		runOut = append(runOut, b...)
+		if res.Action != wire.ActionContinue || res.Patched != 0 {
+			break
+		}
+		runAnn = append(runAnn, res.Annotations...)
+	}
+	clear(runAnn) // views of this call's input and results
+	out.Reset()
+	out.Append(runOut)
+	return nil
+}
+
+// runHook runs entry i's OnRequest on its parts of req, as bardo_on_request
+// would have after bardo_select.
+func runHook(l *Layer, i int, req *wire.LayerRequest, res *wire.LayerResult) error {
+	if l == nil {
+		return fmt.Errorf("request run: entry %d is not a layer", i)
+	}
+	if l.OnRequest == nil {
+		return fmt.Errorf("layer %s has no OnRequest", l.Name)
+	}
+	layer = l // what a hook's SDK calls (Log, KV) are tagged with on the host
+	keepParts(&req.Request, l.Reads)
+	if err := l.OnRequest(req, res); err != nil {
+		return err
+	}
+	if bad := res.Patched &^ l.Writes; bad != 0 {
+		return fmt.Errorf("layer %s patched parts %b it did not declare in Writes", l.Name, bad)
+	}
+	return nil
+}
+
+// keepParts zeroes the parts of r not in parts, as the host's encoding of a
+// LayerRequest for one layer leaves them (Stream always comes).
+func keepParts(r *wire.Request, parts wire.Part) {
+	if parts&wire.PartModel == 0 {
+		r.Model = ""
+	}
+	if parts&wire.PartSystem == 0 {
+		r.System = nil
+	}
+	if parts&wire.PartMessages == 0 {
+		r.Messages = nil
+	}
+	if parts&wire.PartTools == 0 {
+		r.Tools, r.ToolChoice = nil, nil
+	}
+	if parts&wire.PartParams == 0 {
+		r.Params = wire.Params{}
+	}
+	if parts&wire.PartExtra == 0 {
+		r.Extra = nil
+	}
+}
+
+func appendRecord(b []byte, status byte, took int64, n int) []byte {
+	b = append(b, status)
+	b = binary.LittleEndian.AppendUint64(b, uint64(took))
+	return binary.LittleEndian.AppendUint32(b, uint32(n))
+}
