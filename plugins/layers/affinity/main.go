@@ -9,6 +9,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"math"
@@ -192,10 +193,15 @@ var (
 	resKV    [5]wire.KV // the request phase's headers and annotations
 )
 
-// prefixHash is SHA-256 (on the host) over what makes a conversation's
-// cacheable prefix: model, system text, tool names, first user message.
-func prefixHash(r *wire.Request) [32]byte {
-	b := append(hashIn[:0], r.Model...)
+// prefixHash returns the hex of the first 16 bytes of SHA-256 over what
+// makes a conversation's cacheable prefix: model, system text, tool names,
+// first user message. An agent resends that prefix every turn, so it is
+// remembered (prefixes, in memo.go) by its exact bytes and the tenant.
+func prefixHash(tenant string, r *wire.Request) *[32]byte {
+	b := binary.AppendUvarint(hashIn[:0], uint64(len(tenant)))
+	b = append(b, tenant...)
+	at := len(b)
+	b = append(b, r.Model...)
 	b = append(b, 0)
 	for i := range r.System {
 		b = append(b, r.System[i].Text...)
@@ -219,7 +225,7 @@ func prefixHash(r *wire.Request) [32]byte {
 		break
 	}
 	hashIn = b
-	return plugin.SHA256(b)
+	return prefixOf(b, at)
 }
 
 // promptBytes estimates the prompt's size: all of it, and the part before
@@ -249,8 +255,7 @@ func promptBytes(r *wire.Request) (all, stable int64) {
 
 // appendSessionKey appends the store key of the request's session to b:
 // the caller's X-Bardo-Session (hashed when long), or, when derive_session
-// is on, the prefix hash (hex of its first 16 bytes, whose first 16 digits
-// are the prefix's own hex).
+// is on, the prefix hash (sum: the hex of its first 16 bytes).
 func appendSessionKey(b []byte, session string, sum *[32]byte) []byte {
 	switch {
 	case session != "" && len(session) <= 256:
@@ -262,7 +267,7 @@ func appendSessionKey(b []byte, session string, sum *[32]byte) []byte {
 		return hex.AppendEncode(b, h[:16])
 	case cfg.derive:
 		b = append(b, "p:"...)
-		return hex.AppendEncode(b, sum[:16])
+		return append(b, sum[:]...)
 	}
 	return b
 }
@@ -276,18 +281,18 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 		res.SkipAnswer = true // no session: nothing to record
 		return nil
 	}
-	sum := prefixHash(&req.Request)
+	sum := prefixHash(req.Meta.Tenant, &req.Request)
 	all, stable := promptBytes(&req.Request)
 
 	// The record annotation, built in place: key, tokens, prefix, expected
 	// provider, saving.
-	rec := appendSessionKey(recBuf[:0], req.Meta.Session, &sum)
+	rec := appendSessionKey(recBuf[:0], req.Meta.Session, sum)
 	key := view(rec)
 	rec = append(rec, '\n')
 	rec = strconv.AppendInt(rec, all/4, 10)
 	rec = append(rec, '\n')
 	at := len(rec)
-	rec = hex.AppendEncode(rec, sum[:8])
+	rec = append(rec, sum[:16]...) // the hex of the hash's first 8 bytes
 	prefix := view(rec[at:])
 	rec = append(rec, '\n')
 
