@@ -21,6 +21,13 @@
 // it was decoded into — is the call's: valid until the hook returns, then
 // reused for the next call. Copy what you keep past it (strings.Clone,
 // bytes.Clone; docs/abi.md, "What a plugin may keep").
+//
+// A v1.7 host runs consecutive request-phase layers of one module in one
+// call (bardo_on_request_run, run.go): each OnRequest sees its own parts
+// and the annotations before it, exactly as in a call of its own, but the
+// arrays of the request (blocks, messages, tools) are shared with the
+// hooks after it. An OnRequest must therefore not edit its input in place
+// unless it patches what it edited (the run ends at a patch).
 package plugin
 
 import (
