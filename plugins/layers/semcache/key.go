@@ -154,6 +154,7 @@ func contextHash(r *wire.Request, matchModel bool) string {
 	// A local hasher over the kept buffer: appends to a global's slice
 	// pass a write barrier each, ~100 of them a request.
 	h := &hasher{b: ctxHasher.b[:0], members: ctxHasher.members}
+	in := plugin.Input()
 	if m := lastTurn(r); m == nil {
 		// Not a lookup (lookupQuestion): every turn is history, field by
 		// field, under a tag of its own.
@@ -170,7 +171,7 @@ func contextHash(r *wire.Request, matchModel bool) string {
 			h.blocks(tContent, m.Content)
 		}
 	} else {
-		if !h.history(r, matchModel, plugin.Input(), -1) {
+		if !h.history(r, matchModel, in, -1) {
 			h.historyEncoded(r, matchModel)
 		}
 		h.str(tLast, m.Name)
@@ -187,12 +188,8 @@ func contextHash(r *wire.Request, matchModel bool) string {
 			h.raw(tExtra, bl.Extra)
 		}
 	}
-	for i := range r.Tools {
-		t := &r.Tools[i]
-		h.str(tTool, t.Name)
-		h.str(tDesc, t.Description)
-		h.raw(tSchema, t.Schema)
-		h.raw(tExtra, t.Extra)
+	if len(r.Tools) > 0 && !h.tools(r.Tools, in) {
+		h.toolsEncoded(r.Tools)
 	}
 	h.raw(tToolChoice, r.ToolChoice)
 	p := &r.Params
@@ -349,6 +346,90 @@ func (h *hasher) historyEncoded(r *wire.Request, matchModel bool) {
 	}
 }
 
+// tools appends the tools as the host encoded them, as history does the
+// turns: their number, then one span of in from the first tool's name to
+// the last tool's cache_control, each non-empty cache_control written as
+// an empty one; then the non-empty unknown members with their index. It
+// reports false, having appended nothing, when ts was not decoded from in
+// or the first or last tool has no name (no anchor).
+func (h *hasher) tools(ts []wire.Tool, in []byte) bool {
+	first, last := &ts[0], &ts[len(ts)-1]
+	if len(in) == 0 || first.Name == "" || last.Name == "" {
+		return false
+	}
+	from, ok := offsetIn(in, unsafe.StringData(first.Name))
+	if !ok {
+		return false
+	}
+	from -= uvarintLen(len(first.Name))
+	// The last tool ends after its cache_control; an empty field is its
+	// length alone, the byte 0.
+	var to int
+	switch {
+	case len(last.CacheControl) > 0:
+		to, ok = offsetIn(in, unsafe.SliceData(last.CacheControl))
+		to += len(last.CacheControl)
+	case len(last.Schema) > 0:
+		to, ok = offsetIn(in, unsafe.SliceData(last.Schema))
+		to += len(last.Schema) + 1
+	case last.Description != "":
+		to, ok = offsetIn(in, unsafe.StringData(last.Description))
+		to += len(last.Description) + 2
+	default:
+		to, ok = offsetIn(in, unsafe.StringData(last.Name))
+		to += len(last.Name) + 3
+	}
+	if !ok || from < 0 || from > to || to > len(in) {
+		return false
+	}
+	start := len(h.b)
+	b := h.field(tToolSpan, uint64(len(ts)), to-from)
+	pos, nested := from, false
+	for i := range ts {
+		t := &ts[i]
+		nested = nested || len(t.Extra) > 0
+		if len(t.CacheControl) == 0 {
+			continue
+		}
+		at, ok := offsetIn(in, unsafe.SliceData(t.CacheControl))
+		cut := at - uvarintLen(len(t.CacheControl))
+		if !ok || cut < pos || at+len(t.CacheControl) > to {
+			h.b = b[:start]
+			return false
+		}
+		b = append(b, in[pos:cut]...)
+		b = append(b, 0)
+		pos = at + len(t.CacheControl)
+	}
+	h.b = append(b, in[pos:to]...)
+	if nested {
+		k := uint64(0)
+		for i := range ts {
+			h.nested(&k, ts[i].Extra)
+		}
+	}
+	return true
+}
+
+// toolsEncoded is tools for tools not decoded from the call's input, as
+// historyEncoded is history; tools without a name to anchor on are written
+// field by field (the same tools still hash the same).
+func (h *hasher) toolsEncoded(ts []wire.Tool) {
+	var e wire.Encoder
+	wire.EncodeLayerRequest(&e, &wire.Meta{}, &wire.Request{Tools: ts}, wire.PartTools)
+	var d wire.LayerRequest
+	if d.Decode(e.Bytes()) == nil && len(d.Request.Tools) == len(ts) && h.tools(d.Request.Tools, e.Bytes()) {
+		return
+	}
+	for i := range ts {
+		t := &ts[i]
+		h.str(tTool, t.Name)
+		h.str(tDesc, t.Description)
+		h.raw(tSchema, t.Schema)
+		h.raw(tExtra, t.Extra)
+	}
+}
+
 // modelAt is the offset of the model's field in a LayerRequest of an empty
 // Meta (the format byte, the meta, the parts mask and the stream flag
 // before it).
@@ -483,6 +564,7 @@ var (
 	tHistory     = mkTag("history") // history's span
 	tIndex       = mkTag("index")   // a nested unknown-members object's index
 	tWalk        = mkTag("walk")    // historyEncoded's field-by-field form
+	tToolSpan    = mkTag("Tools")   // tools' span (not "tool": tool_choice follows)
 )
 
 func (h *hasher) block(bl *wire.Block) {

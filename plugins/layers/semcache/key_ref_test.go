@@ -1,3 +1,5 @@
+//go:build !wasip1
+
 package main
 
 import (
@@ -7,6 +9,7 @@ import (
 
 	"github.com/bardoinference/bardo/host/testkit/fixtures"
 	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/plugintest"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -95,10 +98,40 @@ func randomRequest(rng *rand.Rand) *wire.Request {
 			Content: blocks(2), Extra: raw("", "", "", `{"refusal":null}`)})
 	}
 	r.Messages = append(r.Messages, wire.Message{Role: "user", Content: []wire.Block{{Type: wire.BlockText, Text: "q", CacheControl: cc()}}})
-	if rng.IntN(2) == 0 {
-		r.Tools = []wire.Tool{{Name: "Read", Schema: []byte(`{}`), CacheControl: cc()}}
+	for range rng.IntN(4) {
+		r.Tools = append(r.Tools, wire.Tool{Name: pick("Read", "Read", "Edit", ""), Description: pick("", "reads"),
+			Schema: raw("", `{}`, `{"type":"object"}`), CacheControl: cc(), Extra: raw("", "", `{"defer_loading":true}`)})
 	}
 	return r
+}
+
+// redrawCacheControl is a copy of r with every cache_control drawn anew:
+// the same context.
+func redrawCacheControl(r *wire.Request, rng *rand.Rand) *wire.Request {
+	cc := func() []byte {
+		if rng.IntN(2) == 0 {
+			return nil
+		}
+		return []byte(`{"type":"ephemeral"}`)
+	}
+	blocks := func(bs []wire.Block) []wire.Block {
+		bs = append([]wire.Block(nil), bs...)
+		for i := range bs {
+			bs[i].CacheControl = cc()
+		}
+		return bs
+	}
+	c := *r
+	c.System = blocks(r.System)
+	c.Messages = append([]wire.Message(nil), r.Messages...)
+	for i := range c.Messages {
+		c.Messages[i].Content = blocks(c.Messages[i].Content)
+	}
+	c.Tools = append([]wire.Tool(nil), r.Tools...)
+	for i := range c.Tools {
+		c.Tools[i].CacheControl = cc()
+	}
+	return &c
 }
 
 // TestContextHashMatchesReference: on drawn requests, two requests share a
@@ -108,8 +141,9 @@ func randomRequest(rng *rand.Rand) *wire.Request {
 func TestContextHashMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 14))
 	reqs := []*wire.Request{fixtures.AgentRequest()}
-	for range 600 {
-		reqs = append(reqs, randomRequest(rng))
+	for range 300 {
+		r := randomRequest(rng)
+		reqs = append(reqs, r, redrawCacheControl(r, rng))
 	}
 	for _, matchModel := range []bool{true, false} {
 		refOf, newOf := map[string]string{}, map[string]string{}
@@ -142,9 +176,48 @@ func TestContextHashMatchesReference(t *testing.T) {
 			if bytes.HasPrefix(built.b, tWalk.bytes()) {
 				t.Fatalf("request %d: historyEncoded fell back to the field walk", i)
 			}
+			if len(r.Tools) > 0 && r.Tools[0].Name != "" && r.Tools[len(r.Tools)-1].Name != "" {
+				var span, built hasher
+				if !span.tools(d.Request.Tools, e.Bytes()) {
+					t.Fatalf("request %d: tools did not take the decoded input's span", i)
+				}
+				built.toolsEncoded(r.Tools)
+				if !bytes.Equal(span.b, built.b) {
+					t.Fatalf("request %d: the tools' span\n%q\nis not the built tools'\n%q", i, span.b, built.b)
+				}
+			}
 		}
-		if len(refOf) < 100 || len(refOf) > len(reqs)-50 {
+		if len(refOf) < 100 || len(refOf) > len(reqs)-100 {
 			t.Errorf("match_model %v: %d distinct contexts in %d requests: the draw tests little", matchModel, len(refOf), len(reqs))
+		}
+	}
+}
+
+// TestContextHashOfTheInput: the request phase, given requests as the
+// host encodes them (the spans of its input), names the context the hash
+// of the same requests built in Go names.
+func TestContextHashOfTheInput(t *testing.T) {
+	plugintest.New(t, `{}`)
+	rng := rand.New(rand.NewPCG(9, 18))
+	meta := wire.Meta{RequestID: "r", Tenant: "t", Dialect: wire.DialectAnthropic}
+	for i := range 300 {
+		r := randomRequest(rng)
+		var res wire.LayerResult
+		if err := res.Decode(callRequest(t, r, meta)); err != nil {
+			t.Fatal(err)
+		}
+		var ann string
+		for _, kv := range res.Annotations {
+			if kv.Key == AnnotationMiss {
+				ann = kv.Value
+			}
+		}
+		m, ok := decodeMiss(ann)
+		if !ok {
+			t.Fatalf("request %d: no miss annotation: %+v", i, res)
+		}
+		if want := contextHash(r, true); m.ctx != want {
+			t.Fatalf("request %d: the input's context %s, built in Go %s: %+v", i, m.ctx, want, r)
 		}
 	}
 }

@@ -53,3 +53,27 @@ func BenchmarkRequestPhase(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkResponsePhase is the response phase natively, storing a miss:
+// the miss annotation of a unique 4 KB OpenAI request, then its answer,
+// stored again every call (go test -bench ResponsePhase -benchmem).
+func BenchmarkResponsePhase(b *testing.B) {
+	plugintest.New(b, `{}`)
+	ins := uniqueOpenAI(b, 1, wire.PartAll)
+	var res wire.LayerResult
+	if err := res.Decode(plugin.Call(plugin.OpOnRequest, ins[0])); err != nil || header(res.Headers, HeaderCache) != "miss" {
+		b.Fatalf("not a miss: %v %v", err, res.Headers)
+	}
+	in := wire.LayerResponse{
+		Meta: wire.Meta{RequestID: "req_bench", Tenant: "bench", Dialect: wire.DialectOpenAI, Model: "gpt-4o-mini", Annotations: res.Annotations},
+		Response: wire.Response{Model: "gpt-4o-mini", StopReason: wire.StopEndTurn, Usage: wire.Usage{InputTokens: 900, OutputTokens: 40},
+			Content: []wire.Block{{Type: wire.BlockText, Text: "A stored answer long enough to be worth caching, about forty tokens of text in all."}}},
+	}
+	var enc wire.Encoder
+	in.Encode(&enc)
+	raw := append([]byte(nil), enc.Bytes()...)
+	b.ReportAllocs()
+	for b.Loop() {
+		plugin.Call(plugin.OpOnResponse, raw)
+	}
+}
