@@ -316,3 +316,21 @@ func TestMemoDifferential(t *testing.T) {
 		t.Fatalf("%d memo hits", texts.hits-hits0)
 	}
 }
+
+// The tenant and its hash seed are kept from call to call while the tenant
+// stays the same (hashing it every call costs inside wasm); the kept tenant
+// is a copy, not a view of a call's input, which the next call writes over
+// (natively, plugin.Call scribbles over it), and a new tenant gets its own
+// seed, so its texts are looked up under its own hashes.
+func TestTenantKeptAcrossCalls(t *testing.T) {
+	texts.reset()
+	h := plugintest.New(t, `{}`)
+	for i, tenant := range []string{"acme", "acme", "bob", "acme", ""} {
+		m := meta("req_" + strconv.Itoa(i))
+		m.Tenant = tenant
+		h.OnRequest(wire.LayerRequest{Meta: m, Request: memoRequest("Now fix the test.")})
+		if work.tenant != tenant || work.seed != tenantSeed(tenant) {
+			t.Fatalf("call %d (tenant %q): kept tenant %q, seed %x, want %x", i, tenant, work.tenant, work.seed, tenantSeed(tenant))
+		}
+	}
+}
