@@ -456,6 +456,7 @@ var scratch struct {
 	miss       []byte // the miss annotation (base64)
 	missIn     []byte // a miss annotation decoded
 	vec        []byte // a miss's vector, encoded
+	entry      []byte // a stored answer's entry (store)
 }
 
 // entryNorm normalises stored questions (answer); the request's question
@@ -781,7 +782,11 @@ func store(m miss, r *wire.Response) {
 		plugin.CounterAdd(metricSkips, 1)
 		return
 	}
-	entry := respcache.EncodeEntry(&enc, r, plugin.Now().UnixMilli())
+	// In a kept buffer: kv_put copies what it stores.
+	entry := respcache.AppendEntry(scratch.entry[:0], &enc, r, plugin.Now().UnixMilli())
+	if cap(entry) <= maxKeptHashBuf {
+		scratch.entry = entry[:0]
+	}
 	if len(entry)+len(m.text) > cfg.maxEntryBytes {
 		plugin.CounterAdd(metricSkips, 1)
 		return
