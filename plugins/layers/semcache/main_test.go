@@ -57,7 +57,7 @@ func TestConfig(t *testing.T) {
 		t.Fatalf("defaults: %+v", c)
 	}
 	for regime, want := range map[string]time.Duration{"calm": 300 * time.Second, "normal": 210 * time.Second, "volatile": 90 * time.Second, "crisis": 30 * time.Second} {
-		if got := regimeTTL[regime](c.baseTTL); got != want {
+		if got, ok := regimeTTL(regime, c.baseTTL); got != want || !ok {
 			t.Errorf("%s TTL = %v, want %v (spec)", regime, got, want)
 		}
 	}
