@@ -155,12 +155,20 @@ func (p *Pipeline) RequestPhase(ctx context.Context, x *Exchange) (*wire.Respons
 				solo = i + n
 				continue
 			}
-			for j, r := range rs {
-				if resp, e, stop := p.requestResult(x, ls[j], r.Out, r.Err, enc); stop {
+			for _, r := range rs {
+				degraded := len(x.Degraded)
+				resp, e, stop := p.requestResult(x, ls[0], r.Out, r.Err, enc)
+				if stop {
 					return resp, e
 				}
+				ls, i = ls[1:], i+1
+				if len(x.Degraded) > degraded {
+					// The host refused a result the guest went on from
+					// (undecodable, an undeclared patch): the hooks after
+					// it saw its annotations. They run again, in a new run.
+					break
+				}
 			}
-			i += len(rs)
 			continue
 		}
 		enc.Prepare(&x.Meta, l.Desc.Reads)
