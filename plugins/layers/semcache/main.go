@@ -17,6 +17,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -640,19 +641,28 @@ func hasAnyFold(s string, markers []string) bool {
 }
 
 // markerFirsts are the first bytes of a list of markers; all is set when
-// one is empty (strings.Contains(s, "") holds for every s).
+// one is empty (strings.Contains(s, "") holds for every s). Of a list of
+// at most 64, by holds for each first byte the markers that start with it
+// (bit i: markers[i]), so a byte that starts one is compared with those
+// alone: the market markers start with nine common letters, and trying
+// all twelve at each of them cost more than the rest of the scan.
 type markerFirsts struct {
 	first [256]bool
 	all   bool
+	many  bool // more than 64 markers: by is not set
+	by    [256]uint64
 }
 
 func firstBytes(markers []string) *markerFirsts {
-	f := &markerFirsts{}
-	for _, m := range markers {
+	f := &markerFirsts{many: len(markers) > 64}
+	for i, m := range markers {
 		if m == "" {
 			f.all = true
-		} else {
-			f.first[m[0]] = true
+			continue
+		}
+		f.first[m[0]] = true
+		if !f.many {
+			f.by[m[0]] |= 1 << i
 		}
 	}
 	return f
@@ -677,6 +687,14 @@ func hasAnyFoldFirst(s string, markers []string, f *markerFirsts) bool {
 			c += 'a' - 'A'
 		}
 		if !first[c] {
+			continue
+		}
+		if !f.many {
+			for set := f.by[c]; set != 0; set &= set - 1 {
+				if foldPrefixASCII(s[i:], markers[bits.TrailingZeros64(set)]) {
+					return true
+				}
+			}
 			continue
 		}
 		for _, m := range markers {

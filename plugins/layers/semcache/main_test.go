@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -338,8 +339,14 @@ func TestNormalizeEmptyField(t *testing.T) {
 func TestHasAnyFold(t *testing.T) {
 	texts := []string{"", "gas", "What is the PRICE", "Priceless", "no markers here", "Funding Rate now",
 		"funding  rate", "TVL", "tvl of aave", "Stop Loss at 5%", "my Wallet", "ggas", "apyr", "GAS É",
-		"prÉce", "PRICE É", "Éprice", "fundinG RATÉ", "my wallÉt", "\xffTVL", "stop lo\xffss", "x\u0130y"}
-	for _, markers := range [][]string{defaultMarket, defaultStrategy, {"a"}, {""}, nil, {"aa", "a"}, {"é"}, {"ré", "tvl"}, {"i\u0307"}} {
+		"prÉce", "PRICE É", "Éprice", "fundinG RATÉ", "my wallÉt", "\xffTVL", "stop lo\xffss", "x\u0130y",
+		"trading Volume", "the APR", "trend", "w65x and w3x", "a w69"}
+	var many []string // more than 64: the path without the per-byte sets
+	for i := range 70 {
+		many = append(many, fmt.Sprintf("w%dx", i))
+	}
+	many = append(many, "tvl", "gas")
+	for _, markers := range [][]string{defaultMarket, defaultStrategy, {"a"}, {""}, nil, {"aa", "a"}, {"é"}, {"ré", "tvl"}, {"i\u0307"}, many, many[60:]} {
 		for _, s := range texts {
 			if got, want := hasAnyFold(s, markers), hasAny(strings.ToLower(s), markers); got != want {
 				t.Errorf("hasAnyFold(%q, %q) = %v, want %v", s, markers, got, want)
