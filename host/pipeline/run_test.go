@@ -19,6 +19,12 @@ import (
 // fail-open but last, whose on_error is lastOnError.
 func runEnv(t *testing.T, runs bool, lastOnError string) (*Pipeline, *telemetry.Registry) {
 	t.Helper()
+	return runEnvWith(t, runs, lastOnError, "trusted = true")
+}
+
+// runEnvWith is runEnv with every layer's timeout policy set by policy.
+func runEnvWith(t *testing.T, runs bool, lastOnError, policy string) (*Pipeline, *telemetry.Registry) {
+	t.Helper()
 	t.Setenv("BARDO_REQUEST_RUNS", map[bool]string{true: "1", false: "0"}[runs])
 	var toml strings.Builder
 	for _, l := range []string{"first", "patch", "last"} {
@@ -26,7 +32,7 @@ func runEnv(t *testing.T, runs bool, lastOnError string) (*Pipeline, *telemetry.
 		if l == "last" {
 			onError = lastOnError
 		}
-		fmt.Fprintf(&toml, "\n[[layer]]\nname = %q\nplugin = \"run.wasm\"\nentry = %q\non_error = %q\ntrusted = true\n", l, l, onError)
+		fmt.Fprintf(&toml, "\n[[layer]]\nname = %q\nplugin = \"run.wasm\"\nentry = %q\non_error = %q\n%s\n", l, l, onError, policy)
 	}
 	reg := telemetry.New()
 	e := newEnvWith(t, map[string]string{"run.wasm": "host/pipeline/testdata/run", "sim.wasm": "plugins/providers/sim"},
@@ -268,5 +274,25 @@ func TestRunMatchesCallsShipped(t *testing.T) {
 	}
 	if got := reg.Value("bardo_sandbox_call_seconds", "plugin", "bardo.wasm", "op", "bardo_on_request_run"); got < float64(len(cases)) {
 		t.Errorf("%v runs for %d requests", got, len(cases))
+	}
+}
+
+// An untrusted run is stopped at the sum of its layers' timeouts; its
+// layers are then called one by one, each under its own, so the timeout
+// is the spinning layer's.
+func TestRunTimeoutFallsBack(t *testing.T) {
+	p, reg := runEnvWith(t, true, "fail-open", "timeout = \"100ms\"")
+	x := runExchange("spin")
+	if _, werr := p.RequestPhase(context.Background(), x); werr != nil {
+		t.Fatal(werr)
+	}
+	if header(x, "X-Bardo-First") != "2" || header(x, "X-Bardo-Patch") != "2" || len(x.Degraded) != 1 || x.Degraded[0] != "layer-skipped:last" {
+		t.Errorf("headers %v, degraded %v; want first and patch run twice, last skipped", x.Headers, x.Degraded)
+	}
+	if got := reg.Value("bardo_sandbox_call_failures_total", "plugin", "last", "op", "bardo_on_request", "kind", "timeout"); got != 1 {
+		t.Errorf("last: %v timeouts counted, want 1", got)
+	}
+	if got := reg.Value("bardo_sandbox_call_failures_total", "plugin", "run.wasm", "op", "bardo_on_request_run", "kind", "timeout"); got != 1 {
+		t.Errorf("%v run timeouts counted, want 1", got)
 	}
 }

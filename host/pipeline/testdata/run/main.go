@@ -11,7 +11,8 @@
 //     "patch" it appends "+p" to it;
 //   - "last" reads the model and messages (not the system prompt): its
 //     header is the model, the text, the system blocks and annotations it
-//     saw; on "trap" it panics (the guest traps).
+//     saw; on "trap" it panics (the guest traps), on "spin" it loops
+//     until the host stops it.
 package main
 
 import (
@@ -24,6 +25,8 @@ import (
 )
 
 func main() {}
+
+var spins int
 
 func text(r *wire.Request) string {
 	if len(r.Messages) == 0 || len(r.Messages[len(r.Messages)-1].Content) == 0 {
@@ -89,6 +92,9 @@ func init() {
 			t := text(&in.Request)
 			if strings.Contains(t, "trap") {
 				panic("last traps on request")
+			}
+			for strings.Contains(t, "spin") {
+				spins++ // until the host's timeout stops it
 			}
 			var ann []string
 			for _, kv := range in.Meta.Annotations {
