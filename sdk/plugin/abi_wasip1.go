@@ -9,6 +9,10 @@ import (
 	"unsafe"
 )
 
+// errInputLength refuses an op whose input length is past the buffer
+// bardo_buffer handed out.
+var errInputLength = errors.New("input length exceeds the buffer obtained from bardo_buffer")
+
 // The ABI v1 exports. Each op export takes the length of the input the host
 // wrote into the buffer obtained from bardo_buffer, and returns the output as
 // ptr<<32 | len. Every export ends with runtime.Gosched(): a reactor guest only

@@ -268,8 +268,6 @@ func fail(err error) []byte {
 	return append(b, err.Error()...)
 }
 
-var errInputLength = errors.New("input length exceeds the buffer obtained from bardo_buffer")
-
 type encodable interface{ Encode(*wire.Encoder) }
 
 func encodeOK(m encodable) { m.Encode(&out) }
