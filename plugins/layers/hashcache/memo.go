@@ -3,8 +3,8 @@ package main
 import (
 	"encoding/binary"
 	"strings"
-	"unsafe"
 
+	"github.com/bardoinference/bardo/sdk/memo"
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
@@ -75,7 +75,7 @@ type pieceMemo struct {
 
 func (p *pieceMemo) get(h uint64, in []byte) *piece {
 	e := p.m[h]
-	if e == nil || !equalBytes(e.in, in) {
+	if e == nil || !memo.Equal(e.in, in) {
 		return nil
 	}
 	p.hits++
@@ -104,65 +104,6 @@ func (p *pieceMemo) reset() {
 }
 
 var pieces pieceMemo
-
-// hashBytes hashes b's length and a sample of its bytes (the first and last
-// 32, and eight words between): it only spreads the map, since a lookup
-// compares the whole input, and hashing every byte inside wasm cost as much
-// as the comparison.
-func hashBytes(b []byte) uint64 {
-	n := len(b)
-	h := uint64(n) * 0x9e3779b97f4a7c15
-	if n < 64 {
-		for i := 0; i < n; i++ {
-			h = (h ^ uint64(b[i])) * 0x100000001b3
-		}
-		return h ^ h>>29
-	}
-	p := unsafe.Pointer(unsafe.SliceData(b))
-	for i := 0; i < 32; i += 8 {
-		h = mix(h, load(p, i))
-		h = mix(h, load(p, n-8-i))
-	}
-	step := (n - 8) / 9
-	for i := 1; i <= 8; i++ {
-		h = mix(h, load(p, i*step))
-	}
-	return h ^ h>>29
-}
-
-func mix(h, x uint64) uint64 {
-	h = (h ^ x) * 0xff51afd7ed558ccd
-	return h ^ h>>32
-}
-
-// equalBytes is bytes.Equal 32 bytes a step (see hashBytes).
-func equalBytes(a, b []byte) bool {
-	n := len(a)
-	if n != len(b) {
-		return false
-	}
-	pa, pb := unsafe.Pointer(unsafe.SliceData(a)), unsafe.Pointer(unsafe.SliceData(b))
-	i := 0
-	for ; i+32 <= n; i += 32 {
-		if (load(pa, i)^load(pb, i))|(load(pa, i+8)^load(pb, i+8))|(load(pa, i+16)^load(pb, i+16))|(load(pa, i+24)^load(pb, i+24)) != 0 {
-			return false
-		}
-	}
-	for ; i+8 <= n; i += 8 {
-		if load(pa, i) != load(pb, i) {
-			return false
-		}
-	}
-	for ; i < n; i++ {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// load reads the eight bytes at p+i.
-func load(p unsafe.Pointer, i int) uint64 { return *(*uint64)(unsafe.Add(p, i)) }
 
 // appendStr appends s length-prefixed (uvarint), so concatenated fields
 // cannot be mistaken for other fields.
@@ -207,7 +148,7 @@ func (k *keyBuilder) systemBlock(b *wire.Block) {
 	}
 	k.startInput(pieceSystem)
 	k.inputBlock(b)
-	h := hashBytes(k.in)
+	h := memo.Spread(k.in)
 	if e := pieces.get(h, k.in); e != nil {
 		k.usePiece(e)
 		return
@@ -231,7 +172,7 @@ func (k *keyBuilder) toolsSection(ts []wire.Tool) {
 		k.in = appendStr(k.in, bstr(t.Schema))
 		k.in = appendStr(k.in, bstr(t.Extra))
 	}
-	h := hashBytes(k.in)
+	h := memo.Spread(k.in)
 	if e := pieces.get(h, k.in); e != nil {
 		k.usePiece(e)
 		return
@@ -299,7 +240,7 @@ func (k *keyBuilder) run(ms []wire.Message) {
 			}
 		}
 	}
-	h := hashBytes(k.in)
+	h := memo.Spread(k.in)
 	if e := pieces.get(h, k.in); e != nil {
 		k.usePiece(e)
 		for _, c := range e.calls {

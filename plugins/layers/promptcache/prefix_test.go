@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bardoinference/bardo/sdk/memo"
 	"github.com/bardoinference/bardo/sdk/plugintest"
 )
 
@@ -21,7 +22,7 @@ func TestPrefixMemo(t *testing.T) {
 	a := "gpt-4o\x00" + body
 	b := []byte(a)
 	b[len(b)/2+3] ^= 1 // between the sampled words
-	if hashBytes([]byte(a)) != hashBytes(b) {
+	if memo.Spread([]byte(a)) != memo.Spread(b) {
 		t.Fatal("the test needs prefixes the sampled hash cannot tell apart")
 	}
 	check := func(tenant, prefix string) {
