@@ -55,10 +55,12 @@ type Exchange struct {
 
 // watched is a streamed answer assembled for watching layers.
 type watched struct {
-	asm respcache.Assembler
-	fed bool   // this batch's events were added
-	in  []byte // final: the encoded LayerResponse of the answer, once
-	ok  bool   // final: the stream ended complete
+	asm  respcache.Assembler
+	fed  bool   // this batch's events were added
+	done bool   // the answer ended: its message_stop, or the final batch, went by
+	now  bool   // done in this batch: the watchers are told in it
+	in   []byte // done: the encoded LayerResponse of the answer, once
+	ok   bool   // done: the stream ended complete
 }
 
 // maxWatched bounds an assembled answer (about its size): the ABI's
@@ -399,8 +401,9 @@ func (p *Pipeline) anyActive(ls []*Layer, x *Exchange) bool {
 //
 // Layers that skip this request's answer are not called. Watching layers
 // (wire.FlagWatchStream) are not called per batch: the events as they
-// reach a watcher are assembled, and on the final batch, when the stream
-// ended complete, its on_response gets the whole answer once (the result's
+// reach a watcher are assembled, and in the batch that carries the
+// answer's message_stop (or the final batch), when the stream ended
+// complete, its on_response gets the whole answer once (the result's
 // headers and replacement are ignored: the answer is on its way out). A
 // rewriting layer that says its batch is unchanged costs no decoding.
 func (p *Pipeline) StreamPhase(ctx context.Context, x *Exchange, events []wire.Event, final bool) ([]wire.Event, *wire.Error) {
@@ -415,7 +418,7 @@ func (p *Pipeline) StreamPhase(ctx context.Context, x *Exchange, events []wire.E
 	defer encoders.Put(enc)
 	for _, w := range x.watch {
 		if w != nil {
-			w.fed = false
+			w.fed, w.now = false, false
 		}
 	}
 	for i, l := range p.stream {
@@ -478,14 +481,20 @@ func (p *Pipeline) watchersOf(x *Exchange) []*watched {
 	return ws
 }
 
-// watchBatch adds a batch to watcher l's assembled answer and, on the
-// final batch of a stream that ended complete, calls l's on_response
+// watchBatch adds a batch to watcher l's assembled answer and, in the
+// batch that ends a stream that ended complete, calls l's on_response
 // with it.
 func (p *Pipeline) watchBatch(ctx context.Context, x *Exchange, l *Layer, w *watched, enc *wire.Encoder, events []wire.Event, final bool) *wire.Error {
 	if !w.fed {
 		w.asm.Add(events)
 		w.fed = true
-		if final {
+		// The answer is complete at its message_stop, which may come a
+		// batch before the final one (an OpenAI stream's [DONE], the
+		// upstream's EOF): the watchers are told in the batch that carries
+		// it, before the gateway settles the request and ends its trace
+		// (it settles at message_stop), so their calls are in it.
+		if !w.done && (final || stops(events)) {
+			w.done, w.now = true, true
 			var resp wire.Response
 			if resp, w.ok = w.asm.Response(); w.ok {
 				in := wire.LayerResponse{Meta: x.Meta, Response: resp}
@@ -494,7 +503,7 @@ func (p *Pipeline) watchBatch(ctx context.Context, x *Exchange, l *Layer, w *wat
 			}
 		}
 	}
-	if !final || !w.ok {
+	if !w.now || !w.ok {
 		return nil
 	}
 	out, err := x.call(ctx, l, plugin.OpOnResponse, w.in)
@@ -506,6 +515,16 @@ func (p *Pipeline) watchBatch(ctx context.Context, x *Exchange, l *Layer, w *wat
 		return p.layerFailed(x, l, "stream", err)
 	}
 	return nil
+}
+
+// stops reports whether events carry the answer's end (message_stop).
+func stops(events []wire.Event) bool {
+	for i := range events {
+		if events[i].Type == wire.EventMessageStop {
+			return true
+		}
+	}
+	return false
 }
 
 // linkRuns finds the runs of consecutive request-phase layers that are

@@ -182,6 +182,34 @@ func TestWatchStream(t *testing.T) {
 	}
 }
 
+// A stream's message_stop often comes a batch before the final one (an
+// OpenAI stream's [DONE], the upstream's EOF). The gateway settles the
+// request, and ends its trace, at message_stop, so the watchers are told
+// in the batch that carries it — once, not again in the final batch.
+func TestWatchersToldAtMessageStop(t *testing.T) {
+	p, reg, kv := watchEnv(t, "watch", "upper")
+	ctx := context.Background()
+	x := exchange("hi")
+	if _, werr := p.RequestPhase(ctx, x); werr != nil {
+		t.Fatal(werr)
+	}
+	bs := streamed()
+	for i, b := range bs {
+		if _, werr := p.StreamPhase(ctx, x, b, false); werr != nil {
+			t.Fatalf("batch %d: %v", i, werr.Message)
+		}
+	}
+	if n := calls(reg, "watch", "on_response"); n != 1 || kv.suffixed("answer") != "HELLO WORLD|end_turn" {
+		t.Fatalf("after message_stop: %v on_response calls, the watcher saw %q; want 1 and the whole answer", n, kv.suffixed("answer"))
+	}
+	if _, werr := p.StreamPhase(ctx, x, nil, true); werr != nil {
+		t.Fatal(werr.Message)
+	}
+	if n := calls(reg, "watch", "on_response"); n != 1 {
+		t.Errorf("the final batch told the watcher again: %v on_response calls", n)
+	}
+}
+
 // When every answer-phase layer skips a request, none is in its way (the
 // gateway then forwards an upstream's bytes as they came).
 func TestSkipAnswerLeavesNoLayers(t *testing.T) {
