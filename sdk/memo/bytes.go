@@ -72,3 +72,9 @@ func mix(h, x uint64) uint64 {
 	h = (h ^ x) * 0xff51afd7ed558ccd
 	return h ^ h>>32
 }
+
+// EqualString is a == b through Equal: inside wasm the runtime compares
+// strings a byte at a time.
+func EqualString(a, b string) bool {
+	return Equal(unsafe.Slice(unsafe.StringData(a), len(a)), unsafe.Slice(unsafe.StringData(b), len(b)))
+}

@@ -3,6 +3,7 @@ package memo
 import (
 	"bytes"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -32,6 +33,9 @@ func TestEqualIsBytesEqual(t *testing.T) {
 	}
 	if !Equal(nil, []byte{}) {
 		t.Fatal("nil and empty differ")
+	}
+	if !EqualString("", "") || EqualString("tool_a", "tool_b") || !EqualString(strings.Repeat("x", 70), strings.Repeat("x", 70)) {
+		t.Fatal("EqualString is not ==")
 	}
 }
 

@@ -101,7 +101,7 @@ func (t *textMemo) get(h uint64, tenant, member, text string) (textEntry, bool) 
 			continue
 		}
 		kept := unsafe.String(unsafe.SliceData(t.text[e.off:]), int(e.tn+e.mn+e.n))
-		if sameText(kept[e.tn+e.mn:], text) && kept[:e.tn] == tenant && kept[e.tn:e.tn+e.mn] == member {
+		if memo.EqualString(kept[e.tn+e.mn:], text) && kept[:e.tn] == tenant && kept[e.tn:e.tn+e.mn] == member {
 			return e, true
 		}
 	}
@@ -213,31 +213,6 @@ func mixWords(h uint64, s string) uint64 {
 	}
 	h = (h ^ w) * hashMul2
 	return h ^ h>>32
-}
-
-// sameText is a == b, thirty-two bytes a step.
-func sameText(a, b string) bool {
-	n := len(a)
-	if n != len(b) {
-		return false
-	}
-	pa, pb := unsafe.Pointer(unsafe.StringData(a)), unsafe.Pointer(unsafe.StringData(b))
-	i := 0
-	for ; i+32 <= n; i += 32 {
-		x := *(*uint64)(unsafe.Add(pa, i)) ^ *(*uint64)(unsafe.Add(pb, i))
-		x |= *(*uint64)(unsafe.Add(pa, i+8)) ^ *(*uint64)(unsafe.Add(pb, i+8))
-		x |= *(*uint64)(unsafe.Add(pa, i+16)) ^ *(*uint64)(unsafe.Add(pb, i+16))
-		x |= *(*uint64)(unsafe.Add(pa, i+24)) ^ *(*uint64)(unsafe.Add(pb, i+24))
-		if x != 0 {
-			return false
-		}
-	}
-	for ; i+8 <= n; i += 8 {
-		if *(*uint64)(unsafe.Add(pa, i)) != *(*uint64)(unsafe.Add(pb, i)) {
-			return false
-		}
-	}
-	return a[i:] == b[i:]
 }
 
 // scanSegment appends the built-in entities of text (a segment whose JSON

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bardoinference/bardo/sdk/memo"
 	"github.com/bardoinference/bardo/sdk/plugintest"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
@@ -148,14 +149,14 @@ func TestTextMemoBound(t *testing.T) {
 	}
 }
 
-// sameText agrees with == on texts of every length around its eight- and
+// memo.EqualString (what the memo compares with) agrees with == on texts of every length around its eight- and
 // thirty-two-byte steps; hashText gives a copy the same hash and another
 // member or tenant another.
 func TestSameTextHash(t *testing.T) {
 	base := strings.Repeat("0123456789abcdef", 8)
 	for n := range len(base) {
 		a := base[:n]
-		if !sameText(a, strings.Clone(a)) {
+		if !memo.EqualString(a, strings.Clone(a)) {
 			t.Fatalf("len %d: a copy differs", n)
 		}
 		if n >= memoMinLen && hashText(1, "", a) != hashText(1, "", strings.Clone(a)) {
@@ -164,7 +165,7 @@ func TestSameTextHash(t *testing.T) {
 		for i := range n {
 			b := []byte(a)
 			b[i] ^= 1
-			if sameText(a, string(b)) {
+			if memo.EqualString(a, string(b)) {
 				t.Fatalf("len %d: byte %d changed, still the same", n, i)
 			}
 		}

@@ -29,6 +29,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/bardoinference/bardo/sdk/memo"
 	"github.com/bardoinference/bardo/sdk/plugin"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
@@ -198,7 +199,7 @@ func internBytes(term []byte) uint32 {
 // or when its description changed.
 func termsOf(i int, t *wire.Tool) *toolTerms {
 	if i < len(lastTerms) {
-		if tt := lastTerms[i]; sameString(tt.name0, t.Name) && sameString(tt.desc, t.Description) {
+		if tt := lastTerms[i]; memo.EqualString(tt.name0, t.Name) && memo.EqualString(tt.desc, t.Description) {
 			return tt
 		}
 	}
@@ -437,7 +438,7 @@ type systemBlock struct {
 
 // analyzeSystem is analyze for the i-th system block.
 func analyzeSystem(i int, s string) *blockInfo {
-	if i < len(lastSystem) && lastSystem[i].bi != nil && sameString(lastSystem[i].text, s) {
+	if i < len(lastSystem) && lastSystem[i].bi != nil && memo.EqualString(lastSystem[i].text, s) {
 		return lastSystem[i].bi
 	}
 	bi := analyze(s, true)
