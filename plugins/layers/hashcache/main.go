@@ -294,6 +294,13 @@ func storeKeyOf(sum *[32]byte) string {
 // it).
 var entryBuf []byte
 
+// resKV holds a miss's headers (the key's, the verdict) and annotations
+// (key, TTL): the SDK hands each call a result with nil slices, and
+// appending to them allocated three times a miss. A result is encoded
+// before the next call reuses the array; the slices are capped, so an
+// append (respcache.Answer's on a hit) copies.
+var resKV [4]wire.KV
+
 func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	keys.tenant = req.Meta.Tenant
 	canon := keys.build(&req.Request)
@@ -302,7 +309,9 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	// wasm each allocation costs about a microsecond).
 	skey := storeKeyOf(&sum)
 	hexKey := skey[len(storePrefix):]
-	res.Headers = append(res.Headers, wire.KV{Key: HeaderKey, Value: hexKey[:16]})
+	kv := &resKV
+	kv[0] = wire.KV{Key: HeaderKey, Value: hexKey[:16]}
+	res.Headers = kv[0:1:1]
 
 	ttl, ttlMs := cfg.ttl, cfg.ttlMs
 	if cfg.ttlStatic > 0 && !keys.volatile {
@@ -329,10 +338,11 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 		}
 	}
 
-	res.Headers = append(res.Headers, wire.KV{Key: HeaderCache, Value: "miss"})
-	res.Annotations = append(res.Annotations,
-		wire.KV{Key: AnnotationKey, Value: hexKey},
-		wire.KV{Key: AnnotationTTL, Value: ttlMs})
+	kv[1] = wire.KV{Key: HeaderCache, Value: "miss"}
+	kv[2] = wire.KV{Key: AnnotationKey, Value: hexKey}
+	kv[3] = wire.KV{Key: AnnotationTTL, Value: ttlMs}
+	res.Headers = kv[0:2:2]
+	res.Annotations = kv[2:4:4]
 	plugin.CounterAdd(metricMisses, 1)
 	return nil
 }
