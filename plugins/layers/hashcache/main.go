@@ -372,12 +372,15 @@ func missOf(m *wire.Meta) (hexKey string, ttl time.Duration, ok bool) {
 	return hexKey, ttl, ok
 }
 
-func store(hexKey string, ttl time.Duration, r *wire.Response) {
+// store keeps r under hexKey. in is the call's input when r is the
+// answer as decoded from it (the response phase's), nil otherwise: the
+// entry is then a copy of r's encoding in it, not encoded again.
+func store(hexKey string, ttl time.Duration, r *wire.Response, in []byte) {
 	if !respcache.Storable(r, cfg.minTokens) {
 		plugin.CounterAdd(metricSkips, 1)
 		return
 	}
-	v := respcache.AppendEntry(entryBuf[:0], &enc, r, plugin.Now().UnixMilli())
+	v := respcache.AppendEntryFrom(entryBuf[:0], in, &enc, r, plugin.Now().UnixMilli())
 	if cap(v) <= 64<<10 {
 		entryBuf = v // a larger one is not kept: it would stay in memory
 	}
@@ -435,7 +438,7 @@ func onFallback(req *wire.LayerRequest, res *wire.LayerResult) error {
 
 func onResponse(in *wire.LayerResponse, res *wire.LayerResponseResult) error {
 	if hexKey, ttl, ok := missOf(&in.Meta); ok {
-		store(hexKey, ttl, &in.Response)
+		store(hexKey, ttl, &in.Response, plugin.Input())
 	}
 	return nil
 }
@@ -466,7 +469,7 @@ func onStream(in *wire.LayerStream, res *wire.LayerStreamResult) error {
 		return nil
 	}
 	if key, ttl, resp, ok := respcache.Finish(st); ok {
-		store(string(key), ttl, &resp)
+		store(string(key), ttl, &resp, nil)
 	} else {
 		plugin.CounterAdd(metricSkips, 1)
 	}
