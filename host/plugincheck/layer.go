@@ -1,6 +1,7 @@
 package plugincheck
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +27,9 @@ func (k *kit) checkLayer(ctx context.Context) {
 			k.layerRequest(ctx, "request/"+s.name, plugin.OpOnRequest, s, false)
 		}
 		k.unknownFields(ctx)
+		if k.p.CanRun() {
+			k.requestRun(ctx, samples)
+		}
 		k.layerRequest(ctx, "request/empty", plugin.OpOnRequest, emptySample(), true)
 		k.layerRequest(ctx, "request/huge", plugin.OpOnRequest, hugeSample(), true)
 		for i, text := range k.opts.Probes {
@@ -106,6 +110,85 @@ func (k *kit) unknownFields(ctx context.Context) {
 		return
 	}
 	k.pass(name, "%s, as without them", describeResult(res))
+}
+
+// bytesInput is an encoded input for sandbox.RunRequest.
+type bytesInput []byte
+
+func (b bytesInput) Len() int       { return len(b) }
+func (b bytesInput) Put(dst []byte) { copy(dst, b) }
+
+// requestRun checks a bundle's bardo_on_request_run (ABI v1.7) for this
+// entry: a host runs the request phase of a bundle's consecutive entries
+// in one call through it, so run alone it must give, byte for byte, what
+// the entry's own on_request gives for the same input — an SDK other than
+// ours that gets the run's records wrong would otherwise pass every check
+// above and still misbehave in a pipeline. A layer may remember requests
+// (promptcache says whether the session's prefix matched the last one),
+// so the input is sent first to warm that state, and the run is compared
+// with the calls either side of it; when those differ from each other too,
+// the layer's results change call by call and only their action and
+// patches are compared.
+func (k *kit) requestRun(ctx context.Context, samples []sample) {
+	const name = "request/run"
+	d := k.report.Descriptor
+	info := sandbox.CallInfo{RequestID: "kit", Tenant: "kit"}
+	single := func(in []byte) ([]byte, error) {
+		out, err := k.call(ctx, plugin.OpOnRequest, in)
+		return slices.Clone(out), err
+	}
+	changing := 0
+	for _, s := range samples {
+		wire.EncodeLayerRequest(&k.enc, &s.meta, s.req, d.Reads)
+		in := bytesInput(slices.Clone(k.enc.Bytes()))
+		var before, after []byte
+		_, err := single(in)
+		if err == nil {
+			before, err = single(in)
+		}
+		if err != nil {
+			k.fail(name, "%s: on_request: %s", s.name, k.explain(err))
+			return
+		}
+		k.out.reset()
+		rs, err := sandbox.RunRequest(ctx, []*sandbox.Plugin{k.p}, in, info, nil)
+		switch {
+		case err != nil:
+			k.fail(name, "%s: bardo_on_request_run: %s", s.name, k.explain(err))
+			return
+		case len(rs) != 1:
+			k.fail(name, "%s: bardo_on_request_run returned %d results for one entry", s.name, len(rs))
+			return
+		case rs[0].Err != nil:
+			k.fail(name, "%s: bardo_on_request_run: the hook failed where on_request did not: %s", s.name, k.explain(rs[0].Err))
+			return
+		}
+		if after, err = single(in); err != nil {
+			k.fail(name, "%s: on_request after the run: %s", s.name, k.explain(err))
+			return
+		}
+		run := rs[0].Out
+		if bytes.Equal(run, before) || bytes.Equal(run, after) {
+			continue
+		}
+		var a, r wire.LayerResult
+		if err := r.Decode(run); err != nil {
+			k.fail(name, "%s: bardo_on_request_run's result does not decode: %v", s.name, err)
+			return
+		}
+		a.Decode(before)
+		if !bytes.Equal(before, after) && r.Action == a.Action && r.Patched == a.Patched {
+			changing++
+			continue
+		}
+		k.fail(name, "%s: bardo_on_request_run's result differs from on_request's (%s, against %s)", s.name, describeResult(&r), describeResult(&a))
+		return
+	}
+	note := ""
+	if changing > 0 {
+		note = fmt.Sprintf(" (%d whose results change call by call: by action and patches)", changing)
+	}
+	k.pass(name, "one-entry runs give on_request's results, in %d dialects%s", len(samples), note)
 }
 
 // withoutExtras copies req without its unknown members at every level.

@@ -336,6 +336,12 @@ func (k *kit) checkDescriptor(exports map[string]bool) bool {
 				bad = append(bad, fmt.Sprintf("declares phase %s but does not export %s", phaseNames(pe.phase), pe.export))
 			}
 		}
+		// A v1.6 host hands a watcher's streamed answers to its
+		// on_response: without that phase the flag is a promise the host
+		// cannot keep, and it calls on_stream per batch after all.
+		if d.Flags&wire.FlagWatchStream != 0 && d.Phases&wire.PhaseResponse == 0 {
+			bad = append(bad, "flag watch-stream without the response phase its streamed answers go to")
+		}
 	case "provider":
 		for _, e := range []string{"bardo_encode", "bardo_decode"} {
 			if !exports[e] {
@@ -349,7 +355,7 @@ func (k *kit) checkDescriptor(exports map[string]bool) bool {
 		k.fail("descriptor", "%s", strings.Join(bad, "; "))
 		return false
 	}
-	k.pass("descriptor", "%s %q version %s", d.Kind, d.Name, d.Version)
+	k.pass("descriptor", "%s %q version %s%s", d.Kind, d.Name, d.Version, flagNote(d.Flags))
 	return true
 }
 
@@ -434,6 +440,27 @@ func (g *guestOutput) lines() []string {
 		}
 	}
 	return out
+}
+
+// knownFlags are the layer flags this host acts on.
+const knownFlags = wire.FlagWatchStream
+
+// flagNote names a descriptor's flags for the report. A flag this host
+// does not know is not a failure (the ABI's rule: a host ignores it, so a
+// layer may only ask, with one, for what it copes without), but the
+// author should know it does nothing here.
+func flagNote(f wire.Flag) string {
+	var s []string
+	if f&wire.FlagWatchStream != 0 {
+		s = append(s, "watch-stream")
+	}
+	if u := f &^ knownFlags; u != 0 {
+		s = append(s, fmt.Sprintf("unknown %#x, ignored by this host", uint32(u)))
+	}
+	if len(s) == 0 {
+		return ""
+	}
+	return ", flags " + strings.Join(s, ", ")
 }
 
 func phaseNames(p wire.Phase) string {
