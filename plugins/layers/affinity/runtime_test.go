@@ -9,7 +9,9 @@ package main_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/bardoinference/bardo/host/kvstore"
 	"github.com/bardoinference/bardo/host/sandbox"
@@ -121,6 +123,36 @@ func BenchmarkLayerCall(b *testing.B) {
 			m := routed(meta, onRequest(b, p, &enc, &meta, req), "up")
 			measure(b, func() { onResponse(b, p, &enc, m, answer) })
 		})
+		b.Run("response-record-annotated"+suffix, func(b *testing.B) {
+			// As live: the other layers' and the router's annotations
+			// around affinity's.
+			p := load(b, trusted)
+			meta := wire.Meta{RequestID: "req_bench", Tenant: "bench", Dialect: wire.DialectOpenAI, Model: req.Model}
+			var enc wire.Encoder
+			meta.Annotations = []wire.KV{{Key: "pii.masked", Value: "0"}, {Key: "injection.score", Value: "0.02"},
+				{Key: "hashcache.key", Value: strings.Repeat("ab", 32)}, {Key: "hashcache.ttl_ms", Value: "300000"},
+				{Key: "semcache.miss", Value: strings.Repeat("cd", 40)}, {Key: "bardo.market.regime", Value: "calm"},
+				{Key: "promptcache.prefix_hash", Value: strings.Repeat("ef", 16)}, {Key: "promptcache.prefix_tokens", Value: "620"}}
+			m := routed(meta, onRequest(b, p, &enc, &meta, req), "up")
+			m.Annotations = append(m.Annotations, wire.KV{Key: "bardo.route.subsystem", Value: "chat"}, wire.KV{Key: "bardo.hdr.x-request-id", Value: "r1"})
+			measure(b, func() { onResponse(b, p, &enc, m, answer) })
+		})
+		b.Run("response-record-cold"+suffix, func(b *testing.B) {
+			// The CPU's caches evicted before each call (untimed), as live,
+			// where eight layers and the host run between two calls.
+			p := load(b, trusted)
+			meta := wire.Meta{RequestID: "req_bench", Tenant: "bench", Session: "agent-7", Dialect: wire.DialectOpenAI, Model: req.Model}
+			var enc wire.Encoder
+			m := routed(meta, onRequest(b, p, &enc, &meta, req), "up")
+			var lat layertest.Latencies
+			for b.Loop() {
+				evictCaches()
+				t0 := time.Now()
+				onResponse(b, p, &enc, m, answer)
+				lat.Add(time.Since(t0))
+			}
+			lat.Report(b)
+		})
 		b.Run("stream-batch"+suffix, func(b *testing.B) {
 			p := load(b, trusted)
 			meta := wire.Meta{RequestID: "req_bench", Tenant: "bench", Session: "agent-7", Dialect: wire.DialectOpenAI, Model: req.Model, Stream: true}
@@ -139,3 +171,14 @@ func BenchmarkLayerCall(b *testing.B) {
 }
 
 func measure(b *testing.B, f func()) { layertest.Measure(b, f) }
+
+// evictBuf is larger than the machine's L2 caches together.
+var evictBuf = make([]byte, 8<<20)
+
+// evictCaches writes a byte of every cache line of evictBuf, so the next
+// call finds its code and data out of the L1 and L2 caches.
+func evictCaches() {
+	for i := 0; i < len(evictBuf); i += 64 {
+		evictBuf[i]++
+	}
+}
