@@ -156,6 +156,14 @@ func ignoredExtra(key string) bool {
 // turn its injected reminders and non-text blocks. cache_control markers are
 // left out: they move from turn to turn and never change an answer.
 func contextHash(r *wire.Request, matchModel bool) string {
+	var x [32]byte
+	return string(contextHashTo(&x, r, matchModel))
+}
+
+// contextHashTo is contextHash written into x, which the result views: the
+// request phase keeps x from call to call (inside wasm an allocation costs
+// about a microsecond).
+func contextHashTo(x *[32]byte, r *wire.Request, matchModel bool) string {
 	// A local hasher over the kept buffer: appends to a global's slice
 	// pass a write barrier each, ~100 of them a request.
 	h := &hasher{b: ctxHasher.b[:0], members: ctxHasher.members}
@@ -223,9 +231,8 @@ func contextHash(r *wire.Request, matchModel bool) string {
 		h.b = nil // a huge request's buffer is not kept for life
 	}
 	ctxHasher = hasher{b: h.b[:0], members: h.members}
-	var x [32]byte
 	hex.Encode(x[:], sum[:16])
-	return string(x[:]) // one allocation (hex.EncodeToString makes two)
+	return unsafe.String(&x[0], len(x))
 }
 
 // history appends the model (when matched), the system prompt and every

@@ -290,11 +290,41 @@ func annotation(m *wire.Meta, key string) string {
 	return ""
 }
 
+// requestAnnotations are the annotations the request phase reads, each the
+// last of its key (as annotation finds it), in one pass over the meta's:
+// an agent's request carries one per request header.
+type requestAnnotations struct {
+	hdrRegime, regime, hdrDomain string
+}
+
+func readAnnotations(m *wire.Meta) (a requestAnnotations) {
+	var seen uint8
+	for i := len(m.Annotations) - 1; i >= 0 && seen != 7; i-- {
+		kv := &m.Annotations[i]
+		// The keys differ in length: one compare each.
+		switch kv.Key {
+		case annotationHeaderRegime:
+			if seen&1 == 0 {
+				a.hdrRegime, seen = kv.Value, seen|1
+			}
+		case AnnotationRegime:
+			if seen&2 == 0 {
+				a.regime, seen = kv.Value, seen|2
+			}
+		case annotationHeaderDomain:
+			if seen&4 == 0 {
+				a.hdrDomain, seen = kv.Value, seen|4
+			}
+		}
+	}
+	return a
+}
+
 // regimeOf is the request's market regime: its own header, else the host's
 // (admin API), else the configured default.
-func regimeOf(m *wire.Meta) string {
-	for _, k := range []string{annotationHeaderRegime, AnnotationRegime} {
-		if v := strings.ToLower(annotation(m, k)); v != "" {
+func regimeOf(a *requestAnnotations) string {
+	for _, v := range [2]string{a.hdrRegime, a.regime} {
+		if v = strings.ToLower(v); v != "" {
 			if _, ok := regimeTTL(v, 0); ok {
 				return v
 			}
@@ -371,11 +401,12 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 		plugin.CounterAdd(metricSkips, 1)
 		return nil
 	}
-	regime := regimeOf(&req.Meta)
+	anns := readAnnotations(&req.Meta)
+	regime := regimeOf(&anns)
 	invalidateOnRegimeChange(regime)
 
 	domain := cfg.domain
-	if d := annotation(&req.Meta, annotationHeaderDomain); d != "" {
+	if d := anns.hdrDomain; d != "" {
 		if _, ok := cfg.thresholds[d]; ok {
 			domain = d
 		}
@@ -397,7 +428,7 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 		scratch.words = words[:0]
 		scratch.headers = res.Headers[:0]
 	}()
-	ctx := contextHash(&req.Request, cfg.matchModel)
+	ctx := contextHashTo(&scratch.ctx, &req.Request, cfg.matchModel)
 	id, qkey := entryID(words, ctx)
 	market := hasAnyFoldFirst(text, cfg.market, cfg.marketFirst)
 
@@ -459,6 +490,7 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 // about a microsecond, a tenth of a normalised question.
 var scratch struct {
 	words []qtoken
+	ctx   [32]byte // the context hash (contextHashTo)
 	// entryWords are a stored question's words (answer), entryNorm's.
 	entryWords []qtoken
 	headers    []wire.KV
@@ -466,8 +498,7 @@ var scratch struct {
 	id         []byte // entryID's input
 	key        []byte // "q:" and the entry id
 	enc        wire.Encoder
-	miss       []byte // the miss annotation (base64)
-	missIn     []byte // a miss annotation decoded
+	miss       []byte // the miss annotation
 	vec        []byte // a miss's vector, encoded
 	entry      []byte // a stored answer's entry (store)
 }
@@ -643,14 +674,17 @@ func hasAnyFold(s string, markers []string) bool {
 // markerFirsts are the first bytes of a list of markers; all is set when
 // one is empty (strings.Contains(s, "") holds for every s). Of a list of
 // at most 64, by holds for each first byte the markers that start with it
-// (bit i: markers[i]), so a byte that starts one is compared with those
-// alone: the market markers start with nine common letters, and trying
-// all twelve at each of them cost more than the rest of the scan.
+// and second for each byte the markers it may be the second byte of (bit
+// i: markers[i]; a marker of one byte may be followed by any), so a byte
+// is compared only with the markers that start with it and the byte after
+// it: the market markers start with nine common letters, and a call to
+// compare one marker at each of them cost more than the rest of the scan.
 type markerFirsts struct {
-	first [256]bool
-	all   bool
-	many  bool // more than 64 markers: by is not set
-	by    [256]uint64
+	first  [256]bool
+	all    bool
+	many   bool // more than 64 markers: by and second are not set
+	by     [256]uint64
+	second [256]uint64
 }
 
 func firstBytes(markers []string) *markerFirsts {
@@ -661,8 +695,16 @@ func firstBytes(markers []string) *markerFirsts {
 			continue
 		}
 		f.first[m[0]] = true
-		if !f.many {
-			f.by[m[0]] |= 1 << i
+		if f.many {
+			continue
+		}
+		f.by[m[0]] |= 1 << i
+		if len(m) == 1 {
+			for c := range f.second {
+				f.second[c] |= 1 << i
+			}
+		} else {
+			f.second[m[1]] |= 1 << i
 		}
 	}
 	return f
@@ -690,7 +732,16 @@ func hasAnyFoldFirst(s string, markers []string, f *markerFirsts) bool {
 			continue
 		}
 		if !f.many {
-			for set := f.by[c]; set != 0; set &= set - 1 {
+			// The byte after c, lowered (0 past the end: only a marker of
+			// one byte is then a candidate, and foldPrefixASCII checks
+			// the length of the others).
+			var c2 byte
+			if i+1 < len(s) {
+				if c2 = s[i+1]; 'A' <= c2 && c2 <= 'Z' {
+					c2 += 'a' - 'A'
+				}
+			}
+			for set := f.by[c] & f.second[c2]; set != 0; set &= set - 1 {
 				if foldPrefixASCII(s[i:], markers[bits.TrailingZeros64(set)]) {
 					return true
 				}
@@ -737,51 +788,75 @@ type miss struct {
 	ttl  time.Duration
 }
 
-// encodeMiss packs a miss into an annotation value: base64 of the SDK's
-// wire encoding (the vector as raw little-endian float32s). The value lives
-// in scratch until the next encodeMiss: the result that carries it is
-// encoded before the next call.
+// encodeMiss packs a miss into an annotation value: the TTL in
+// milliseconds and the lengths of the key, context hash, id and vector (in
+// decimal, each followed by a comma), then the key, context hash, id, the
+// vector (base64 of its little-endian float32s; none in the strict mode)
+// and the question, as they are. Inside wasm, base64 and the wire encoding
+// of the whole miss (and their decoding in the answer phase) cost a loop
+// step every few bytes of the question. The value lives in scratch until
+// the next encodeMiss: the result that carries it is encoded before the
+// next call.
 func encodeMiss(m miss) string {
-	e := &scratch.enc
-	e.Reset()
-	e.String(m.id)
-	e.String(m.key)
-	e.String(m.ctx)
-	e.String(m.text)
-	e.Uint(uint64(m.ttl.Milliseconds()))
 	vb := scratch.vec[:0]
 	for _, f := range m.vec {
 		vb = binary.LittleEndian.AppendUint32(vb, math.Float32bits(f))
 	}
-	e.Raw(vb)
 	scratch.vec = vb[:0]
-	raw := e.Bytes()
-	n := base64.RawStdEncoding.EncodedLen(len(raw))
-	out := slices.Grow(scratch.miss[:0], n)[:n]
-	base64.RawStdEncoding.Encode(out, raw)
-	scratch.miss = out
-	return unsafe.String(unsafe.SliceData(out), n)
+	nv := base64.RawStdEncoding.EncodedLen(len(vb))
+	b := scratch.miss[:0]
+	b = strconv.AppendInt(b, m.ttl.Milliseconds(), 10)
+	for _, n := range [...]int{len(m.key), len(m.ctx), len(m.id), nv} {
+		b = strconv.AppendInt(append(b, ','), int64(n), 10)
+	}
+	b = append(b, ',')
+	b = append(b, m.key...)
+	b = append(b, m.ctx...)
+	b = append(b, m.id...)
+	if nv > 0 {
+		at := len(b)
+		b = slices.Grow(b, nv)[:at+nv]
+		base64.RawStdEncoding.Encode(b[at:], vb)
+	}
+	b = append(b, m.text...)
+	scratch.miss = b
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
-// decodeMiss unpacks encodeMiss's value; the miss's strings live in scratch
-// until the next decodeMiss (the answer phases use them within the call).
+// decodeMiss unpacks encodeMiss's value; the miss's strings view s.
 func decodeMiss(s string) (m miss, ok bool) {
-	b := slices.Grow(scratch.missIn[:0], base64.RawStdEncoding.DecodedLen(len(s)))
-	b = b[:cap(b)]
-	n, err := base64.RawStdEncoding.Decode(b, unsafe.Slice(unsafe.StringData(s), len(s)))
-	scratch.missIn = b[:0]
-	if err != nil {
+	var n [5]int // the TTL and the four lengths
+	i := 0
+	for k := range n {
+		j := i
+		for ; j < len(s) && j-i < 12 && '0' <= s[j] && s[j] <= '9'; j++ {
+			n[k] = n[k]*10 + int(s[j]-'0')
+		}
+		if j == i || j >= len(s) || s[j] != ',' {
+			return m, false
+		}
+		i = j + 1
+	}
+	rest := s[i:]
+	nk, nc, ni, nv := n[1], n[2], n[3], n[4]
+	if nk == 0 || nv > base64.RawStdEncoding.EncodedLen(4*8192) || nk+nc+ni+nv > len(rest) {
 		return m, false
 	}
-	b = b[:n]
-	d := wire.NewDecoder(b)
-	m.id, m.key, m.ctx, m.text = d.String(), d.String(), d.String(), d.String()
-	m.ttl = time.Duration(d.Uint()) * time.Millisecond
-	vb := d.Raw()
-	if d.Err() != nil || len(vb)%4 != 0 || len(vb) > 4*8192 || m.key == "" {
+	m.ttl = time.Duration(n[0]) * time.Millisecond
+	m.key, rest = rest[:nk], rest[nk:]
+	m.ctx, rest = rest[:nc], rest[nc:]
+	m.id, rest = rest[:ni], rest[ni:]
+	vs, text := rest[:nv], rest[nv:]
+	m.text = text
+	if nv == 0 {
+		return m, true
+	}
+	vb := make([]byte, base64.RawStdEncoding.DecodedLen(nv))
+	k, err := base64.RawStdEncoding.Decode(vb, unsafe.Slice(unsafe.StringData(vs), nv))
+	if err != nil || k%4 != 0 {
 		return m, false
 	}
-	m.vec = make([]float32, len(vb)/4)
+	m.vec = make([]float32, k/4)
 	for i := range m.vec {
 		m.vec[i] = math.Float32frombits(binary.LittleEndian.Uint32(vb[4*i:]))
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -37,10 +38,25 @@ func TestMissRoundTrip(t *testing.T) {
 		len(got.vec) != 3 || got.vec[1] != -0.25 {
 		t.Fatalf("round trip: %+v %v", got, ok)
 	}
-	for _, bad := range []string{"", "!!!", encodeMiss(m)[:10]} {
+	enc := encodeMiss(m)
+	for _, bad := range []string{"", "!!!", enc[:10], "1,2,3,4,5", "1,0,0,0,0,", ",5,0,0,0,q:abc", "1,5,0,0,0q:abc", "99999999999999,5,0,0,0,q:abc",
+		"1,5,0,0,3,q:abc!!!", "1,5,0,0,6,q:abcAAAA", "1,5,0,0,999999,q:abc"} {
 		if _, ok := decodeMiss(bad); ok {
 			t.Errorf("decoded %q", bad)
 		}
+	}
+	// Cut anywhere before the question, the value is refused; the question
+	// is all that follows the vector.
+	for i := range len(enc) - len(m.text) {
+		if _, ok := decodeMiss(enc[:i]); ok {
+			t.Errorf("decoded %q, cut at %d", enc[:i], i)
+		}
+	}
+	strict := miss{id: "0123456789abcdef0123456789abcdef", key: "q:0123456789abcdef0123456789abcdef:m1a", ctx: "fedcba9876543210fedcba9876543210",
+		text: "what is 1,2,3?\n\x00 ünï", ttl: 210 * time.Second}
+	if got, ok := decodeMiss(encodeMiss(strict)); !ok || got.vec != nil || got.id != strict.id || got.key != strict.key || got.ctx != strict.ctx ||
+		got.text != strict.text || got.ttl != strict.ttl {
+		t.Fatalf("round trip without a vector: %+v %v", got, ok)
 	}
 	g, txt, e, ok := splitPayload(joinPayload("exact", "text", []byte("entry")))
 	if !ok || g != "exact" || txt != "text" || string(e) != "entry" {
@@ -340,17 +356,57 @@ func TestHasAnyFold(t *testing.T) {
 	texts := []string{"", "gas", "What is the PRICE", "Priceless", "no markers here", "Funding Rate now",
 		"funding  rate", "TVL", "tvl of aave", "Stop Loss at 5%", "my Wallet", "ggas", "apyr", "GAS É",
 		"prÉce", "PRICE É", "Éprice", "fundinG RATÉ", "my wallÉt", "\xffTVL", "stop lo\xffss", "x\u0130y",
-		"trading Volume", "the APR", "trend", "w65x and w3x", "a w69"}
+		"trading Volume", "the APR", "trend", "w65x and w3x", "a w69", "xA", "pRICE", "ab", "a", "zAc", "Xy"}
 	var many []string // more than 64: the path without the per-byte sets
 	for i := range 70 {
 		many = append(many, fmt.Sprintf("w%dx", i))
 	}
 	many = append(many, "tvl", "gas")
-	for _, markers := range [][]string{defaultMarket, defaultStrategy, {"a"}, {""}, nil, {"aa", "a"}, {"é"}, {"ré", "tvl"}, {"i\u0307"}, many, many[60:]} {
+	for _, markers := range [][]string{defaultMarket, defaultStrategy, {"a"}, {""}, nil, {"aa", "a"}, {"é"}, {"ré", "tvl"}, {"i\u0307"}, many, many[60:],
+		{"ab", "ac", "x"}, {"xy", "x"}, {"zac", "za"}} {
 		for _, s := range texts {
 			if got, want := hasAnyFold(s, markers), hasAny(strings.ToLower(s), markers); got != want {
 				t.Errorf("hasAnyFold(%q, %q) = %v, want %v", s, markers, got, want)
 			}
+		}
+	}
+	// Random texts and markers over a small alphabet, so that markers
+	// share first and second bytes and meet the text's end.
+	rng := rand.New(rand.NewPCG(3, 5))
+	draw := func(alphabet []string, n int) string {
+		var b strings.Builder
+		for range n {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		return b.String()
+	}
+	for range 20000 {
+		var markers []string
+		for range 1 + rng.IntN(5) {
+			markers = append(markers, draw([]string{"a", "b", "c"}, 1+rng.IntN(3)))
+		}
+		s := draw([]string{"a", "b", "c", "A", "B", " "}, rng.IntN(8))
+		if got, want := hasAnyFold(s, markers), hasAny(strings.ToLower(s), markers); got != want {
+			t.Fatalf("hasAnyFold(%q, %q) = %v, want %v", s, markers, got, want)
+		}
+	}
+}
+
+// TestReadAnnotations: the one pass over the meta finds, for each key the
+// request phase reads, the value annotation finds (the last of the key's).
+func TestReadAnnotations(t *testing.T) {
+	keys := []string{annotationHeaderRegime, AnnotationRegime, annotationHeaderDomain, "bardo.hdr.user-agent", "semcache.miss"}
+	values := []string{"", "calm", "Crisis", "volatile", "static"}
+	rng := rand.New(rand.NewPCG(1, 9))
+	for range 5000 {
+		var m wire.Meta
+		for range rng.IntN(8) {
+			m.Annotations = append(m.Annotations, wire.KV{Key: keys[rng.IntN(len(keys))], Value: values[rng.IntN(len(values))]})
+		}
+		got := readAnnotations(&m)
+		want := requestAnnotations{annotation(&m, annotationHeaderRegime), annotation(&m, AnnotationRegime), annotation(&m, annotationHeaderDomain)}
+		if got != want {
+			t.Fatalf("readAnnotations(%v) = %+v, want %+v", m.Annotations, got, want)
 		}
 	}
 }
