@@ -111,7 +111,7 @@ func initConfig() error {
 		return fmt.Errorf("injection config: %w", err)
 	}
 	cfg = c
-	memo = scoreMemo{} // scores of another model or config are not these
+	scored = scoreMemo{} // scores of another model or config are not these
 	return nil
 }
 
@@ -218,26 +218,9 @@ func (p piece) where() string {
 type whereText struct{ kind, s string }
 
 // whereCache keeps where's strings, per message number and kind (there are
-// three kinds), and scoreTexts the score header's: every request sends
-// both, and inside wasm a string built is an allocation.
-var (
-	whereCache [256][3]whereText
-	scoreTexts = map[string]string{}
-)
-
-// scoreText is the score as the header gives it, 3 decimals.
-func scoreText(f float32) string {
-	var num [16]byte
-	b := strconv.AppendFloat(num[:0], float64(f), 'f', 3, 32)
-	if s, ok := scoreTexts[string(b)]; ok {
-		return s
-	}
-	s := string(b)
-	if len(scoreTexts) < 2048 { // 0.000–1.000, and any NaN or odd value
-		scoreTexts[s] = s
-	}
-	return s
-}
+// three kinds): every request sends one, and inside wasm a string built is
+// an allocation.
+var whereCache [256][3]whereText
 
 // pieceBuf is pieces' slice, reused: an instance serves one call at a time
 // (its strings alias the call's input, and are overwritten the next call).
@@ -469,63 +452,6 @@ func scoreKey(text string) (key [2 + 32]byte) {
 // view is b as a string for a call that does not keep it (no copy).
 func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-// scoreMemo is this instance's memory of the scores its tenants' texts got,
-// in front of the tenant's kv: an agent resends its whole conversation
-// every turn, and a text found here costs a map lookup where the kv costs a
-// SHA-256 and a kv_get host call each. It is keyed by the text itself (no
-// hash to collide), partitioned by tenant like the kv (how long a request
-// takes cannot tell one tenant whether another sent a text), bounded by the
-// bytes of text it holds (memo_bytes; past it, it starts over) and
-// forgotten as a whole once it is score_ttl old, so no score outlives the
-// ttl the kv gives it. The model is fixed for an instance's life.
-type scoreMemo struct {
-	tenants map[string]map[string]float32
-	bytes   int
-	since   int64 // plugin.Now of the first entry, in ns
-}
-
-var memo scoreMemo
-
-// get returns the score remembered for tenant's text.
-func (m *scoreMemo) get(tenant, text string) (float32, bool) {
-	v, ok := m.tenants[tenant][text]
-	return v, ok
-}
-
-// put remembers tenant's text's score; now is plugin.Now in ns.
-func (m *scoreMemo) put(tenant, text string, score float32, now int64) {
-	cost := len(text) + 64 // the text, and roughly a map entry's own
-	if cost > cfg.memoBytes {
-		return
-	}
-	if m.tenants == nil || m.bytes+cost > cfg.memoBytes {
-		m.reset(now)
-	}
-	if len(m.tenants) == 0 {
-		m.since = now
-	}
-	t := m.tenants[tenant]
-	if t == nil {
-		// The strings alias the call's input buffer, which the next call
-		// overwrites: a map key must be its own copy.
-		t = map[string]float32{}
-		m.tenants[strings.Clone(tenant)] = t
-	}
-	if _, ok := t[text]; !ok {
-		t[strings.Clone(text)] = score
-		m.bytes += cost
-	}
-}
-
-func (m *scoreMemo) reset(now int64) {
-	if m.tenants == nil {
-		m.tenants = map[string]map[string]float32{}
-	} else {
-		clear(m.tenants)
-	}
-	m.bytes, m.since = 0, now
-}
-
 // Per-call scratch, reused: an instance serves one call at a time.
 var (
 	scoreBuf []float32
@@ -549,17 +475,19 @@ func scores(tenant string, ps []piece) ([]float32, error) {
 	}()
 	cached := 0
 	var now int64
+	var th uint64
 	memoOn := cfg.scoreTTL > 0 && cfg.memoBytes > 0
 	if memoOn {
 		now = plugin.Now().UnixNano()
-		if len(memo.tenants) > 0 && now-memo.since >= int64(cfg.scoreTTL) {
-			memo.reset(now)
+		if scored.len() > 0 && now-scored.since >= int64(cfg.scoreTTL) {
+			scored.reset(now)
 		}
+		th = tenantHash(tenant)
 	}
 	for i, p := range ps {
 		if cfg.scoreTTL > 0 {
 			if memoOn {
-				if v, ok := memo.get(tenant, p.text); ok {
+				if v, ok := scored.get(th, tenant, p.text); ok {
 					out[i] = v
 					cached++
 					continue
@@ -568,12 +496,12 @@ func scores(tenant string, ps []piece) ([]float32, error) {
 			// The key goes where KVPut will want it, if the text is new.
 			keys = append(keys, scoreKey(p.text))
 			if v, ok := plugin.KVGet(view(keys[len(keys)-1][:])); ok {
-				if f, err := strconv.ParseFloat(view(v), 32); err == nil {
-					out[i] = float32(f)
+				if f, ok := parseScore4(view(v)); ok {
+					out[i] = f
 					cached++
 					keys = keys[:len(keys)-1]
 					if memoOn {
-						memo.put(tenant, p.text, out[i], now)
+						scored.put(th, tenant, p.text, f, now)
 					}
 					continue
 				}
@@ -602,18 +530,20 @@ func scores(tenant string, ps []piece) ([]float32, error) {
 		// again on every turn that resends it.
 		plugin.Observe(metricScore, float64(out[i]))
 		if cfg.scoreTTL > 0 {
-			v := strconv.AppendFloat(num[:0], float64(out[i]), 'f', 4, 32)
-			_ = plugin.KVPut(view(keys[j][:]), v, cfg.scoreTTL)
+			_ = plugin.KVPut(view(keys[j][:]), appendScore4(num[:0], out[i]), cfg.scoreTTL)
 			if memoOn {
 				// What the kv gives back, so a score reused from either
 				// is the same number.
-				f, _ := strconv.ParseFloat(view(v), 32)
-				memo.put(tenant, texts[j], float32(f), now)
+				scored.put(th, tenant, texts[j], rounded4(out[i]), now)
 			}
 		}
 	}
 	return out, nil
 }
+
+// headers is the result's headers, reused: the SDK encodes a result
+// before the next call.
+var headers [3]wire.KV
 
 func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	ps := pieces(&req.Request, &cfg)
@@ -633,7 +563,7 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 		}
 	}
 	top := sc[worst]
-	res.Headers = append(res.Headers, wire.KV{Key: HeaderInjection, Value: scoreText(top)},
+	res.Headers = append(headers[:0], wire.KV{Key: HeaderInjection, Value: scoreText(top)},
 		wire.KV{Key: HeaderWhere, Value: ps[worst].where()})
 	if top < cfg.threshold {
 		res.Headers = append(res.Headers, wire.KV{Key: HeaderAction, Value: "pass"})
