@@ -336,6 +336,13 @@ func headerSafe(key, value string) bool {
 
 // ResponsePhase runs a complete response through the layers in reverse
 // order, but those that skip this request's answer (SkipAnswer).
+//
+// Consecutive layers called for the answer that are entries of one module
+// exporting bardo_on_response_run (ABI v1.8) are called once: the guest
+// runs their hooks in order and stops after one that replaces the answer
+// or fails; each result is applied as a lone call's (responseResult) and
+// the phase goes on from the next layer. A run that traps or times out is
+// called again layer by layer, as a request run is.
 func (p *Pipeline) ResponsePhase(ctx context.Context, x *Exchange, resp *wire.Response) *wire.Error {
 	if len(p.response) == 0 {
 		return nil
@@ -343,8 +350,16 @@ func (p *Pipeline) ResponsePhase(ctx context.Context, x *Exchange, resp *wire.Re
 	enc := encoders.Get().(*wire.Encoder)
 	defer encoders.Put(enc)
 	encoded := false // enc holds the response as it stands
-	for _, l := range p.response {
+	var (
+		runs [maxAnswerRun]sandbox.RunResult
+		ls   [maxAnswerRun]*Layer
+		pos  [maxAnswerRun]int
+	)
+	solo := 0 // layers before it are called one by one (a failed run's)
+	for i := 0; i < len(p.response); {
+		l := p.response[i]
 		if x.skips(l) {
+			i++
 			continue
 		}
 		if !encoded {
@@ -352,24 +367,83 @@ func (p *Pipeline) ResponsePhase(ctx context.Context, x *Exchange, resp *wire.Re
 			in.Encode(enc)
 			encoded = true
 		}
-		out, err := x.call(ctx, l, plugin.OpOnResponse, enc.Bytes())
-		var res wire.LayerResponseResult
-		if err == nil {
-			err = res.Decode(out)
-		}
-		if err != nil {
-			if e := p.layerFailed(x, l, "response", err); e != nil {
-				return e
+		if i >= solo {
+			if run, at := x.answerRunOf(p.response, i, nil, nil, ls[:0], pos[:0]); len(run) > 1 {
+				rs, err := x.callAnswerRun(ctx, run, enc.Bytes(), runs[:0])
+				if err != nil {
+					p.log.Debug("response run failed; calling its layers one by one", "layer", l.Spec.Name,
+						"request_id", x.Meta.RequestID, "err", err)
+					solo = at[len(at)-1] + 1
+					continue
+				}
+				for k, r := range rs {
+					replaced, e := p.responseResult(x, run[k], r.Out, r.Err, resp)
+					if e != nil {
+						return e
+					}
+					encoded = encoded && !replaced
+				}
+				i = at[len(rs)-1] + 1
+				continue
 			}
-			continue
 		}
-		x.addHeaders(res.Headers)
-		if res.Replaced {
-			*resp = res.Response
-			encoded = false
+		out, err := x.call(ctx, l, plugin.OpOnResponse, enc.Bytes())
+		replaced, e := p.responseResult(x, l, out, err, resp)
+		if e != nil {
+			return e
 		}
+		encoded = encoded && !replaced
+		i++
 	}
 	return nil
+}
+
+// responseResult applies layer l's response-phase result (out, or the
+// call's error err) to resp and x, the same whether l was called on its
+// own or in a run: replaced when the layer replaced the answer, an error
+// when it failed closed.
+func (p *Pipeline) responseResult(x *Exchange, l *Layer, out []byte, err error, resp *wire.Response) (replaced bool, _ *wire.Error) {
+	var res wire.LayerResponseResult
+	if err == nil {
+		err = res.Decode(out)
+	}
+	if err != nil {
+		return false, p.layerFailed(x, l, "response", err)
+	}
+	x.addHeaders(res.Headers)
+	if res.Replaced {
+		*resp = res.Response
+		return true, nil
+	}
+	return false, nil
+}
+
+// maxAnswerRun bounds the layers of one answer run (the arrays the
+// phases keep them in); a longer row is called as several runs.
+const maxAnswerRun = 8
+
+// answerRunOf gathers into ls (and their positions in from into pos) the
+// layers from from[i] on that x's answer can call in one run with from[i]:
+// those that do not skip the answer, up to the first that cannot join —
+// not a layer of from[i]'s module with answer runs, or, when watch is set
+// (the stream phase's watchers), not a watcher of w. Fewer than two: no
+// run.
+func (x *Exchange) answerRunOf(from []*Layer, i int, watch []*watched, w *watched, ls []*Layer, pos []int) ([]*Layer, []int) {
+	first := from[i]
+	if !first.answerRun {
+		return ls, pos
+	}
+	for j := i; j < len(from) && len(ls) < cap(ls); j++ {
+		l := from[j]
+		if x.skips(l) {
+			continue
+		}
+		if !l.answerRun || !l.Plugin.SharesPool(first.Plugin) || (watch != nil && watch[j] != w) {
+			break
+		}
+		ls, pos = append(ls, l), append(pos, j)
+	}
+	return ls, pos
 }
 
 // HasStreamLayers reports whether stream events pass through any layer.
@@ -421,14 +495,17 @@ func (p *Pipeline) StreamPhase(ctx context.Context, x *Exchange, events []wire.E
 			w.fed, w.now = false, false
 		}
 	}
-	for i, l := range p.stream {
+	for i := 0; i < len(p.stream); i++ {
+		l := p.stream[i]
 		if x.skips(l) {
 			continue
 		}
 		if w := x.watch[i]; w != nil {
-			if e := p.watchBatch(ctx, x, l, w, enc, events, final); e != nil {
+			last, e := p.watchBatch(ctx, x, i, w, enc, events, final)
+			if e != nil {
 				return nil, e
 			}
+			i = last
 			continue
 		}
 		in := wire.LayerStream{Meta: x.Meta, Events: events, State: x.streamState[i], Final: final, UnchangedOK: true}
@@ -481,10 +558,13 @@ func (p *Pipeline) watchersOf(x *Exchange) []*watched {
 	return ws
 }
 
-// watchBatch adds a batch to watcher l's assembled answer and, in the
-// batch that ends a stream that ended complete, calls l's on_response
-// with it.
-func (p *Pipeline) watchBatch(ctx context.Context, x *Exchange, l *Layer, w *watched, enc *wire.Encoder, events []wire.Event, final bool) *wire.Error {
+// watchBatch adds a batch to the assembled answer of watcher p.stream[i]
+// and, in the batch that ends a stream that ended complete, calls its
+// on_response with it: with the watchers after it that share w, in one
+// run when their module runs answers (ABI v1.8; a failed run is called
+// again layer by layer). It returns the position of the last layer it
+// handled.
+func (p *Pipeline) watchBatch(ctx context.Context, x *Exchange, i int, w *watched, enc *wire.Encoder, events []wire.Event, final bool) (int, *wire.Error) {
 	if !w.fed {
 		w.asm.Add(events)
 		w.fed = true
@@ -504,12 +584,47 @@ func (p *Pipeline) watchBatch(ctx context.Context, x *Exchange, l *Layer, w *wat
 		}
 	}
 	if !w.now || !w.ok {
-		return nil
+		return i, nil
 	}
+	var (
+		runs [maxAnswerRun]sandbox.RunResult
+		ls   [maxAnswerRun]*Layer
+		pos  [maxAnswerRun]int
+	)
+	if run, at := x.answerRunOf(p.stream, i, x.watch, w, ls[:0], pos[:0]); len(run) > 1 {
+		rs, err := x.callAnswerRun(ctx, run, w.in, runs[:0])
+		if err == nil {
+			for k, r := range rs {
+				if e := p.watchResult(x, run[k], r.Out, r.Err); e != nil {
+					return at[k], e
+				}
+			}
+			return at[len(rs)-1], nil
+		}
+		// A trap or a timeout: each watcher of the run is told on its
+		// own, so the failure is its layer's.
+		p.log.Debug("response run failed; calling its layers one by one", "layer", p.stream[i].Spec.Name,
+			"request_id", x.Meta.RequestID, "err", err)
+		for k, l := range run {
+			out, err := x.call(ctx, l, plugin.OpOnResponse, w.in)
+			if e := p.watchResult(x, l, out, err); e != nil {
+				return at[k], e
+			}
+		}
+		return at[len(at)-1], nil
+	}
+	l := p.stream[i]
 	out, err := x.call(ctx, l, plugin.OpOnResponse, w.in)
+	return i, p.watchResult(x, l, out, err)
+}
+
+// watchResult checks watcher l's on_response result on a streamed answer
+// (out, or the call's error err): only for garbage and failures, as its
+// headers and replacement come too late (the answer has gone out).
+func (p *Pipeline) watchResult(x *Exchange, l *Layer, out []byte, err error) *wire.Error {
 	if err == nil {
 		var res wire.LayerResponseResult
-		err = res.Decode(out) // only to catch garbage: the answer has gone out
+		err = res.Decode(out)
 	}
 	if err != nil {
 		return p.layerFailed(x, l, "stream", err)
@@ -530,7 +645,8 @@ func stops(events []wire.Event) bool {
 // linkRuns finds the runs of consecutive request-phase layers that are
 // entries of one module exporting bardo_on_request_run: RequestPhase calls
 // each run once instead of once per layer. BARDO_REQUEST_RUNS=0 turns
-// runs off (every layer is called on its own, as before ABI v1.7).
+// runs off (every layer is called on its own, as before ABI v1.7). It
+// also marks the layers that may join an answer run (ABI v1.8).
 func (p *Pipeline) linkRuns() {
 	off := os.Getenv("BARDO_REQUEST_RUNS") == "0"
 	for i := len(p.request) - 1; i >= 0; i-- {
@@ -550,5 +666,12 @@ func (p *Pipeline) linkRuns() {
 				l.runPlugins[j] = p.request[i+j].Plugin
 			}
 		}
+	}
+	// Answer runs are found per request (answerRunOf): which layers are
+	// called for an answer depends on its request (SkipAnswer).
+	// BARDO_RESPONSE_RUNS=0 turns them off.
+	offAnswers := os.Getenv("BARDO_RESPONSE_RUNS") == "0"
+	for _, l := range p.Layers {
+		l.answerRun = !offAnswers && l.Desc.Phases&wire.PhaseResponse != 0 && l.Plugin.CanRunResponses()
 	}
 }

@@ -91,6 +91,11 @@ type Layer struct {
 	// runPlugins are their plugins, in order.
 	run        int
 	runPlugins []*sandbox.Plugin
+	// answerRun: the layer's module runs several entries' on_response in
+	// one call (ABI v1.8, bardo_on_response_run) and answer runs are on;
+	// consecutive such layers of one module that are called for an
+	// answer are called once (answerRunOf).
+	answerRun bool
 }
 
 // Provider is a loaded [[provider]].

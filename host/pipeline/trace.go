@@ -40,14 +40,36 @@ func (x *Exchange) callRun(ctx context.Context, ls []*Layer, in sandbox.Input, d
 		_, spans[i] = trace.StartLayer(ctx, l.Spec.Name, "on_request")
 	}
 	rs, err := sandbox.RunRequest(ctx, ls[0].runPlugins, in, x.info(), dst)
-	for i := range spans[:min(len(ls), len(spans))] {
+	endRunSpans(spans[:min(len(ls), len(spans))], rs, err)
+	return rs, err
+}
+
+// callAnswerRun runs the on_response of the layers ls (entries of one
+// module, answerRunOf) on the encoded LayerResponse in, in one call
+// (sandbox.RunResponse), with spans as callRun's.
+func (x *Exchange) callAnswerRun(ctx context.Context, ls []*Layer, in []byte, dst []sandbox.RunResult) ([]sandbox.RunResult, error) {
+	var (
+		spans [maxAnswerRun]trace.Span
+		ps    = make([]*sandbox.Plugin, len(ls)) // the instance holds it during the call
+	)
+	for i, l := range ls {
+		_, spans[i] = trace.StartLayer(ctx, l.Spec.Name, "on_response")
+		ps[i] = l.Plugin
+	}
+	rs, err := sandbox.RunResponse(ctx, ps, in, x.info(), dst)
+	endRunSpans(spans[:len(ls)], rs, err)
+	return rs, err
+}
+
+// endRunSpans ends a run's spans: a hook's error marks its own.
+func endRunSpans(spans []trace.Span, rs []sandbox.RunResult, err error) {
+	for i := range spans {
 		f := ""
 		if err == nil && i < len(rs) {
 			f = callFailure(rs[i].Err)
 		}
 		spans[i].EndLayer(f)
 	}
-	return rs, err
 }
 
 // opName is a layer export's name (the ABI's on_* functions).

@@ -71,7 +71,7 @@ var hostFunctions = map[string]hostFunc{
 }
 
 // ABIMinor is the ABI minor version this host implements (docs/abi.md).
-const ABIMinor = 7
+const ABIMinor = 8
 
 // hostABIMinor answers abi_minor. A plugin that depends on a minor
 // version's host behaviour (an adapter relying on VerifySuccess to refuse

@@ -9,9 +9,9 @@ import (
 	"github.com/bardoinference/bardo/sdk/plugin"
 )
 
-// RunResult is one entry's outcome in a request run (RunRequest).
+// RunResult is one entry's outcome in a run (RunRequest, RunResponse).
 type RunResult struct {
-	Out  []byte        // the entry's encoded LayerResult; nil when Err is set
+	Out  []byte        // the entry's encoded result; nil when Err is set
 	Err  error         // the hook's own error (a *CallError)
 	Took time.Duration // the hook's time, as the guest measured it
 }
@@ -20,6 +20,10 @@ type RunResult struct {
 // its entries in one call (ABI v1.7, bardo_on_request_run): a bundle built
 // with an SDK that exports it.
 func (p *Plugin) CanRun() bool { return p.bundle && p.Exports(plugin.OpOnRequestRun) }
+
+// CanRunResponses reports whether p's module runs the response phase of
+// several of its entries in one call (ABI v1.8, bardo_on_response_run).
+func (p *Plugin) CanRunResponses() bool { return p.bundle && p.Exports(plugin.OpOnResponseRun) }
 
 // runHead is the run input's head before the entries' indices: the slot
 // the guest writes the running entry's position into, and their number.
@@ -42,6 +46,26 @@ const runHead = 8
 // guest says which: it is one module's code, with every entry's memory
 // already in reach).
 func RunRequest(ctx context.Context, ps []*Plugin, src Input, info CallInfo, dst []RunResult) ([]RunResult, error) {
+	return runOp(ctx, plugin.OpOnRequest, ps, runInput{src: src}, info, dst)
+}
+
+// RunResponse is RunRequest's twin for the response phase (ABI v1.8,
+// bardo_on_response_run; CanRunResponses): in is the encoded
+// LayerResponse, once for all, and each result an encoded
+// LayerResponseResult; the guest stops after a result that replaces the
+// answer, or an error. Each entry's time is its
+// bardo_sandbox_call_seconds of bardo_on_response.
+func RunResponse(ctx context.Context, ps []*Plugin, in []byte, info CallInfo, dst []RunResult) ([]RunResult, error) {
+	return runOp(ctx, plugin.OpOnResponse, ps, runInput{body: in}, info, dst)
+}
+
+// runOp runs op (on_request or on_response) of the entries ps in one call
+// of the op's run export.
+func runOp(ctx context.Context, op plugin.Op, ps []*Plugin, in runInput, info CallInfo, dst []RunResult) ([]RunResult, error) {
+	runOp := plugin.OpOnRequestRun
+	if op == plugin.OpOnResponse {
+		runOp = plugin.OpOnResponseRun
+	}
 	p := ps[0]
 	var timeout time.Duration
 	for _, q := range ps {
@@ -76,9 +100,10 @@ func RunRequest(ctx context.Context, ps []*Plugin, src Input, info CallInfo, dst
 	for _, q := range ps {
 		head = binary.LittleEndian.AppendUint32(head, q.index)
 	}
+	in.head = head
 	began := time.Now()
 	inst.run = ps
-	out, err := p.callInstanceAt(ctx, inst, plugin.OpOnRequestRun, nil, &runInput{head: head, src: src}, info, began)
+	out, err := p.callInstanceAt(ctx, inst, runOp, nil, &in, info, began)
 	inst.run = nil
 	inst.cs.run = nil
 	took := time.Since(began)
@@ -87,15 +112,15 @@ func RunRequest(ctx context.Context, ps []*Plugin, src Input, info CallInfo, dst
 		dst, err = parseRun(dst, ps, out)
 	}
 	if p.host != nil {
-		p.observeRun(took, err)
+		p.observeRun(runOp, took, err)
 		for i, r := range dst[n:] {
-			ps[i].observeCall(plugin.OpOnRequest, r.Took, r.Err)
+			ps[i].observeCall(op, r.Took, r.Err)
 		}
 	}
 	if p.opts.Trusted {
 		for i, r := range dst[n:] {
 			if q := ps[i]; q.opts.Timeout > 0 && r.Took > q.opts.Timeout {
-				q.overBudget(plugin.OpOnRequest, r.Took, info)
+				q.overBudget(op, r.Took, info)
 			}
 		}
 	}
@@ -143,38 +168,53 @@ func parseRun(dst []RunResult, ps []*Plugin, out []byte) ([]RunResult, error) {
 	return dst, nil
 }
 
-// observeRun records a run's whole call under the module's name.
-func (p *Plugin) observeRun(took time.Duration, err error) {
+// observeRun records a run's whole call (runOp) under the module's name.
+func (p *Plugin) observeRun(runOp plugin.Op, took time.Duration, err error) {
 	m := p.module
-	f := m.runObs.Load()
+	slot := &m.runObs[runOp-plugin.OpOnRequestRun]
+	f := slot.Load()
 	if f == nil {
 		if b, ok := p.host.(BoundMetrics); ok {
-			o := b.Observer("bardo_sandbox_call_seconds", "plugin", m.name, "op", exportNames[plugin.OpOnRequestRun])
-			m.runObs.Store(&o)
+			o := b.Observer("bardo_sandbox_call_seconds", "plugin", m.name, "op", exportNames[runOp])
+			slot.Store(&o)
 			f = &o
 		}
 	}
 	if f != nil {
 		(*f)(took.Seconds())
 	} else {
-		p.host.Observe("bardo_sandbox_call_seconds", took.Seconds(), "plugin", m.name, "op", exportNames[plugin.OpOnRequestRun])
+		p.host.Observe("bardo_sandbox_call_seconds", took.Seconds(), "plugin", m.name, "op", exportNames[runOp])
 	}
 	if err != nil && !isPluginError(err) {
-		p.host.Add("bardo_sandbox_call_failures_total", 1, "plugin", m.name, "op", exportNames[plugin.OpOnRequestRun], "kind", callKind(err))
+		p.host.Add("bardo_sandbox_call_failures_total", 1, "plugin", m.name, "op", exportNames[runOp], "kind", callKind(err))
 	}
 }
 
-// runInput is a run's input: its head, then the LayerRequest src writes.
+// runInput is a run's input: its head, then the LayerRequest src writes,
+// or the encoded LayerResponse body.
 type runInput struct {
 	head []byte
 	src  Input
+	body []byte
 }
 
-func (r *runInput) Len() int { return len(r.head) + r.src.Len() }
+func (r *runInput) Len() int {
+	if r.src == nil {
+		return len(r.head) + len(r.body)
+	}
+	return len(r.head) + r.src.Len()
+}
 
-func (r *runInput) Put(dst []byte) { r.src.Put(dst[copy(dst, r.head):]) }
+func (r *runInput) Put(dst []byte) {
+	dst = dst[copy(dst, r.head):]
+	if r.src == nil {
+		copy(dst, r.body)
+		return
+	}
+	r.src.Put(dst)
+}
 
-// runEntry is the entry whose hook the guest is running in a request run:
+// runEntry is the entry whose hook the guest is running in a run:
 // the position it wrote at runAt (the first entry if it wrote nonsense).
 func (cs *callState) runEntry() *Plugin {
 	k, ok := cs.in.mem.ReadUint32Le(cs.runAt)

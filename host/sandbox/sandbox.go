@@ -176,7 +176,8 @@ type module struct {
 	discarded    atomic.Int64
 	shrunk       atomic.Int64
 
-	runObs atomic.Pointer[func(float64)] // bardo_on_request_run's series
+	// The runs' series: bardo_on_request_run's and bardo_on_response_run's.
+	runObs [2]atomic.Pointer[func(float64)]
 }
 
 type instance struct {
@@ -193,7 +194,7 @@ type instance struct {
 	ops                   [len(exportNames)]api.Function
 	stack                 [2]uint64
 	cs                    callState // the call in progress's (callInstanceAt)
-	run                   []*Plugin // the entries of the request run about to start (RunRequest)
+	run                   []*Plugin // the entries of the run about to start (RunRequest, RunResponse)
 }
 
 var exportNames = [...]string{
@@ -211,6 +212,8 @@ var exportNames = [...]string{
 	plugin.OpOnFallback:       "bardo_on_fallback",
 	// v1.7
 	plugin.OpOnRequestRun: "bardo_on_request_run",
+	// v1.8
+	plugin.OpOnResponseRun: "bardo_on_response_run",
 }
 
 const pageSize = 64 << 10
@@ -948,7 +951,7 @@ type callState struct {
 	enc     wire.Encoder
 	dec     wire.Decoder
 
-	// run, during a request run (RunRequest), are the entries it runs;
+	// run, during a run (RunRequest, RunResponse), are the entries it runs;
 	// the guest writes the position of the one running into the u32 at
 	// runAt in its memory, and state serves that entry's host calls.
 	run   []*Plugin

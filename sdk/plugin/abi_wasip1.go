@@ -120,6 +120,12 @@ func exportOnFallback(n uint32) uint64 { return call(OpOnFallback, n) }
 //go:wasmexport bardo_on_request_run
 func exportOnRequestRun(n uint32) uint64 { return call(OpOnRequestRun, n) }
 
+// bardo_on_response_run (v1.8) runs the response phase of several entries
+// in one call (run.go).
+//
+//go:wasmexport bardo_on_response_run
+func exportOnResponseRun(n uint32) uint64 { return call(OpOnResponseRun, n) }
+
 // Host functions, module "bardo_v1" (docs/abi.md).
 
 //go:wasmimport bardo_v1 log
@@ -270,9 +276,13 @@ func hostKVDeleteShared(key string) error {
 	return nil
 }
 
-func hostSHA256(data []byte) (sum [32]byte) {
-	importHash(0, bytesPtr(data), uint32(len(data)), unsafe.Pointer(&sum[0]))
-	return sum
+// hashSum receives hostSHA256's sum: a local whose address goes to a
+// wasmimport escapes, and would be allocated on every call.
+var hashSum [32]byte
+
+func hostSHA256(data []byte) [32]byte {
+	importHash(0, bytesPtr(data), uint32(len(data)), unsafe.Pointer(&hashSum[0]))
+	return hashSum
 }
 
 func hostRegexCompile(patterns string) int32 {

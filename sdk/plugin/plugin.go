@@ -28,6 +28,11 @@
 // arrays of the request (blocks, messages, tools) are shared with the
 // hooks after it. An OnRequest must therefore not edit its input in place
 // unless it patches what it edited (the run ends at a patch).
+//
+// A v1.8 host runs the on_response of consecutive layers of one module in
+// one call the same way (bardo_on_response_run): the decoded answer is
+// shared with the hooks after it, so an OnResponse edits it in place only
+// when it replaces the answer (the run ends at a replacement).
 package plugin
 
 import (
@@ -47,7 +52,7 @@ import (
 const ABIVersion = 1
 
 // ABIMinor is the ABI minor version this SDK implements (docs/abi.md).
-const ABIMinor = 7
+const ABIMinor = 8
 
 // Layer is a pipeline layer. Only the hooks for the declared Phases are called.
 type Layer struct {
@@ -313,6 +318,8 @@ func run(op Op, in []byte) error {
 		return nil
 	case OpOnRequestRun:
 		return runRequest(in)
+	case OpOnResponseRun:
+		return runResponse(in)
 	}
 	if layer != nil {
 		return runLayer(op, in)

@@ -15,6 +15,12 @@ import (
 // layer. See docs/abi.md, "Runs of request-phase layers".
 const OpOnRequestRun Op = OpOnFallback + 1
 
+// OpOnResponseRun (ABI v1.8, additive) is the answer phase's twin of
+// OpOnRequestRun: the on_response of several layer entries of this module
+// in one call, on one decoded answer. See docs/abi.md, "Runs of
+// answer-phase layers".
+const OpOnResponseRun Op = OpOnRequestRun + 1
+
 // The run's input: the u32 slot the guest writes the position of the hook
 // running into (the host reads it to serve that entry's host calls), the
 // u32 number of entries, their u32 indices, then the LayerRequest with
@@ -98,6 +104,76 @@ func runRequest(in []byte) error {
 	out.Reset()
 	out.Append(runOut)
 	return nil
+}
+
+// runResponse runs OnResponse of each entry the input names, in order, on
+// one decoded answer (the input's head is a request run's). Each hook sees
+// the answer and meta the host sent (a shallow copy: a hook that edits
+// them in place without replacing the answer breaks the next hook's view,
+// as in a request run). Response results carry no annotations, so every
+// hook sees the same meta, as it does one call at a time. The run stops
+// after a result that replaces the answer, or an error: the host applies
+// it and goes on from the next layer with a new run.
+func runResponse(in []byte) error {
+	if len(in) < runHead {
+		return errRunInput
+	}
+	n := int(binary.LittleEndian.Uint32(in[4:]))
+	if n < 1 || n > len(entries) || len(in) < runHead+4*n {
+		return errRunInput
+	}
+	full := &calls.resp
+	*full = wire.LayerResponse{}
+	if err := full.DecodeArena(in[runHead+4*n:], &arena); err != nil {
+		return err
+	}
+	saved := layer
+	defer func() { layer = saved }()
+	runOut = runOut[:0]
+	var resp wire.LayerResponse
+	res := &calls.respRes
+	at := hostClock()
+	for k := range n {
+		binary.LittleEndian.PutUint32(in, uint32(k))
+		i := int(binary.LittleEndian.Uint32(in[runHead+4*k:]))
+		var l *Layer
+		if i < len(entries) {
+			l = entries[i].layer
+		}
+		resp = *full
+		*res = wire.LayerResponseResult{}
+		if err := runAnswerHook(l, i, &resp, res); err != nil {
+			msg := err.Error()
+			runOut = appendRecord(runOut, runFailed, hostClock()-at, len(msg))
+			runOut = append(runOut, msg...)
+			break
+		}
+		encodeOK(res)
+		b := out.Bytes()
+		now := hostClock()
+		runOut = appendRecord(runOut, runOK, now-at, len(b))
+		at = now
+		runOut = append(runOut, b...)
+		if res.Replaced {
+			break
+		}
+	}
+	out.Reset()
+	out.Append(runOut)
+	return nil
+}
+
+// runAnswerHook runs entry i's OnResponse on resp, as bardo_on_response
+// would have after bardo_select.
+func runAnswerHook(l *Layer, i int, resp *wire.LayerResponse, res *wire.LayerResponseResult) error {
+	if l == nil {
+		return fmt.Errorf("response run: entry %d is not a layer", i)
+	}
+	if l.OnResponse == nil {
+		return fmt.Errorf("layer %s has no OnResponse", l.Name)
+	}
+	layer = l
+	return l.OnResponse(resp, res)
 }
 
 // runHook runs entry i's OnRequest on its parts of req, as bardo_on_request
