@@ -120,6 +120,12 @@ func exportOnFallback(n uint32) uint64 { return call(OpOnFallback, n) }
 //go:wasmexport bardo_on_request_run
 func exportOnRequestRun(n uint32) uint64 { return call(OpOnRequestRun, n) }
 
+// bardo_on_response_run (v1.8) runs the response phase of several entries
+// in one call (run.go).
+//
+//go:wasmexport bardo_on_response_run
+func exportOnResponseRun(n uint32) uint64 { return call(OpOnResponseRun, n) }
+
 // Host functions, module "bardo_v1" (docs/abi.md).
 
 //go:wasmimport bardo_v1 log
