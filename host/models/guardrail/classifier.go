@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -215,11 +216,15 @@ func (c *Classifier) Classify(ctx context.Context, texts []string) ([][]float32,
 // text on top of the model.
 func (c *Classifier) Explain(ctx context.Context, texts []string) ([]Result, error) {
 	res := make([]Result, len(texts))
-	rows := make([]termRow, len(texts))
-	layouts := make([]layout, len(texts))
+	sc := explainScratches.Get().(*explainScratch)
+	defer sc.put()
+	rows := slices.Grow(sc.rows[:0], len(texts))[:len(texts)]
+	layouts := slices.Grow(sc.layouts[:0], len(texts))[:len(texts)]
 	// The literals of a text that is all prose (the usual short turn) are
 	// its prose's: the vocabulary check below need not scan it again.
-	proseFound := make([]found, len(texts))
+	proseFound := slices.Grow(sc.proseFound[:0], len(texts))[:len(texts)]
+	sc.rows, sc.layouts, sc.proseFound = rows, layouts, proseFound
+	ids, counts := sc.ids[:0], sc.counts[:0]
 	for i, t := range texts {
 		if !c.modelOnly {
 			rr := ScoreRules(t)
@@ -236,8 +241,12 @@ func (c *Classifier) Explain(ctx context.Context, texts []string) ([]Result, err
 				t = t + "\n" + strings.Join(rr.Decoded, "\n")
 			}
 		}
-		rows[i].ids, rows[i].counts = c.vec.Terms(t)
+		// Every text's terms go into one kept buffer; a row is its span.
+		at := len(ids)
+		ids, counts = c.vec.appendTerms(&sc.terms, t, ids, counts)
+		rows[i] = termRow{ids: ids[at:len(ids):len(ids)], counts: counts[at:len(counts):len(counts)]}
 	}
+	sc.ids, sc.counts = ids, counts
 	scores, err := c.score(ctx, rows)
 	if err != nil {
 		return nil, fmt.Errorf("guardrail: classify: %w", err)
@@ -263,6 +272,28 @@ func (c *Classifier) Explain(ctx context.Context, texts []string) ([]Result, err
 		r.Injection = r.Score >= c.threshold
 	}
 	return res, nil
+}
+
+// explainScratch is Explain's working memory, pooled (see termScratch):
+// the texts' rows, their terms, layouts and prose literals.
+type explainScratch struct {
+	terms      termScratch
+	rows       []termRow
+	ids        []int64
+	counts     []float32
+	layouts    []layout
+	proseFound []found
+}
+
+var explainScratches = sync.Pool{New: func() any { return new(explainScratch) }}
+
+// put returns sc to the pool, dropping what it points into (the texts,
+// their literal sets) but keeping its buffers.
+func (sc *explainScratch) put() {
+	clear(sc.rows)
+	clear(sc.layouts)
+	clear(sc.proseFound)
+	explainScratches.Put(sc)
 }
 
 // ModelScores returns the model's P(INJECTION) for each text as given, with

@@ -1,10 +1,13 @@
 package guardrail
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Vectorizer turns text into the sparse term counts the TF-IDF graph takes:
@@ -90,12 +93,46 @@ func (v *Vectorizer) Tokenize(text string) []string {
 // dropped, as tfidf.js drops them. Both slices are empty when nothing in the
 // text is in the vocabulary.
 func (v *Vectorizer) Terms(text string) (ids []int64, counts []float32) {
-	toks := v.Tokenize(text)
+	sc := termScratches.Get().(*termScratch)
+	defer termScratches.Put(sc)
+	return v.appendTerms(sc, text, nil, nil)
+}
+
+// termScratch is a text's working memory in appendTerms: its projection,
+// its tokens (views of it), their vocabulary entries and every n-gram
+// occurrence's id. Pooled: a classified text costs no allocation for
+// them, and on the gateway's busy heap each one counts.
+type termScratch struct {
+	norm []byte
+	toks []string
+	info []word
+	seen []int64
+	buf  []byte
+}
+
+var termScratches = sync.Pool{New: func() any { return new(termScratch) }}
+
+// appendTerms appends Terms(text) to ids and counts (made, with room for
+// the text's terms, when nil), working in sc.
+func (v *Vectorizer) appendTerms(sc *termScratch, text string, ids []int64, counts []float32) ([]int64, []float32) {
+	sc.norm = appendProjectASCII(sc.norm[:0], text)
+	// projectASCII separates tokens by one space and starts with none:
+	// its fields are what Tokenize's strings.Fields returns.
+	toks := sc.toks[:0]
+	for rest := sc.norm; len(rest) > 0; {
+		k := bytes.IndexByte(rest, ' ')
+		if k < 0 {
+			k = len(rest)
+		}
+		if k > 0 {
+			toks = append(toks, unsafe.String(&rest[0], k))
+		}
+		rest = rest[min(k+1, len(rest)):]
+	}
 	// Every occurrence's id, then sorted and counted by runs: no map to
 	// build for a text's few dozen n-grams.
-	var seen []int64
-	var buf []byte
-	info := make([]word, len(toks))
+	seen, buf := sc.seen[:0], sc.buf[:0]
+	info := slices.Grow(sc.info[:0], len(toks))[:len(toks)]
 	for i, t := range toks {
 		w, ok := v.words[t]
 		if !ok {
@@ -130,8 +167,10 @@ func (v *Vectorizer) Terms(text string) (ids []int64, counts []float32) {
 		}
 	}
 	slices.Sort(seen)
-	ids = make([]int64, 0, len(seen))
-	counts = make([]float32, 0, len(seen))
+	if ids == nil {
+		ids = make([]int64, 0, len(seen))
+		counts = make([]float32, 0, len(seen))
+	}
 	for i, id := range seen {
 		if i > 0 && id == seen[i-1] {
 			counts[len(counts)-1]++
@@ -140,6 +179,8 @@ func (v *Vectorizer) Terms(text string) (ids []int64, counts []float32) {
 		ids = append(ids, id)
 		counts = append(counts, 1)
 	}
+	clear(toks) // views of norm, which the next text overwrites
+	sc.toks, sc.info, sc.seen, sc.buf = toks[:0], info[:0], seen[:0], buf[:0]
 	return ids, counts
 }
 
@@ -147,13 +188,18 @@ func (v *Vectorizer) Terms(text string) (ids []int64, counts []float32) {
 // character that is not an ASCII word character after lowercasing with a
 // space, dropping single-character runs, so the tokens are its fields.
 func projectASCII(text string) string {
-	out := make([]byte, 0, len(text)+1)
-	runStart := 0 // index in out where the current run of word bytes began
+	return string(appendProjectASCII(make([]byte, 0, len(text)+1), text))
+}
+
+// appendProjectASCII appends projectASCII(text) to out.
+func appendProjectASCII(out []byte, text string) []byte {
+	base := len(out)
+	runStart := base // index in out where the current run of word bytes began
 	endRun := func() {
 		if len(out)-runStart == 1 { // \w\w+ needs two characters
 			out = out[:runStart]
 		}
-		if len(out) > 0 && out[len(out)-1] != ' ' {
+		if len(out) > base && out[len(out)-1] != ' ' {
 			out = append(out, ' ')
 		}
 		runStart = len(out)
@@ -185,5 +231,5 @@ func projectASCII(text string) string {
 		}
 	}
 	endRun()
-	return string(out)
+	return out
 }

@@ -1,11 +1,13 @@
 package guardrail
 
 import (
+	"bytes"
 	"encoding/base64"
 	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Decoded views: obfuscations that hide an instruction from both the rules
@@ -18,6 +20,12 @@ import (
 // only lowercase letters and digits, so a decoded string counts only if it
 // contains a space.
 func decodeTags(text string) (string, bool) {
+	// Every tag character is F3 A0 8x in UTF-8: a text without those two
+	// bytes (any text of ASCII, Latin, CJK…) has none, and is not walked
+	// rune by rune.
+	if !strings.Contains(text, "\xf3\xa0") {
+		return "", false
+	}
 	var b strings.Builder
 	for _, r := range text {
 		if r >= 0xE0020 && r <= 0xE007E {
@@ -84,18 +92,36 @@ func decodeBase64Payloads(text string) []string {
 	return out
 }
 
+// base64Encodings are the alphabets a run may be written in; a run that
+// ends in '=' is padded, so only the padded ones can read it.
+var (
+	base64Encodings = []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding}
+	base64Padded    = base64Encodings[:2]
+)
+
+// decodeBase64Text returns what m decodes to in the first alphabet whose
+// decoding is readable text. It decodes into a buffer on the stack (for
+// runs up to 1 KiB) and copies only a readable result: most runs are
+// identifiers, hashes and paths that decode to binary, and tool results
+// are full of them.
 func decodeBase64Text(m string) (string, bool) {
-	encs := []*base64.Encoding{base64.StdEncoding, base64.URLEncoding}
-	if !strings.HasSuffix(m, "=") {
-		encs = append(encs, base64.RawStdEncoding, base64.RawURLEncoding)
+	encs := base64Encodings
+	if strings.HasSuffix(m, "=") {
+		encs = base64Padded
 	}
+	var stack [1024]byte
+	buf := stack[:]
+	if len(m) > len(buf) { // a decoding is never longer than its input
+		buf = make([]byte, len(m))
+	}
+	src := unsafe.Slice(unsafe.StringData(m), len(m))
 	for _, enc := range encs {
-		data, err := enc.DecodeString(m)
+		n, err := enc.Decode(buf, src)
 		if err != nil {
 			continue
 		}
-		if readable(data) {
-			return string(data), true
+		if readable(buf[:n]) {
+			return string(buf[:n]), true
 		}
 	}
 	return "", false
@@ -107,12 +133,11 @@ func readable(data []byte) bool {
 	if len(data) < 8 || !utf8.Valid(data) {
 		return false
 	}
-	s := string(data)
-	if !strings.Contains(strings.TrimSpace(s), " ") {
+	if !bytes.Contains(bytes.TrimSpace(data), []byte(" ")) {
 		return false
 	}
 	total, printable := 0, 0
-	for _, r := range s {
+	for _, r := range string(data) { // no copy: the compiler ranges over data
 		total++
 		if unicode.IsPrint(r) || r == '\n' || r == '\t' {
 			printable++
