@@ -454,6 +454,9 @@ func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // Per-call scratch, reused: an instance serves one call at a time.
 var (
+	// kvValue holds a score KVPut sends: a local array handed to a host
+	// call escapes, and would be allocated for every classified text.
+	kvValue  [16]byte
 	scoreBuf []float32
 	todoBuf  []int
 	textBuf  []string
@@ -523,14 +526,13 @@ func scores(tenant string, ps []piece) ([]float32, error) {
 	}
 	gotBuf = got
 	plugin.CounterAdd(metricScanned, float64(len(texts)))
-	var num [16]byte
 	for j, i := range todo {
 		out[i] = got[j]
 		// Each text's score is observed once, when it is classified, not
 		// again on every turn that resends it.
 		plugin.Observe(metricScore, float64(out[i]))
 		if cfg.scoreTTL > 0 {
-			_ = plugin.KVPut(view(keys[j][:]), appendScore4(num[:0], out[i]), cfg.scoreTTL)
+			_ = plugin.KVPut(view(keys[j][:]), appendScore4(kvValue[:0], out[i]), cfg.scoreTTL)
 			if memoOn {
 				// What the kv gives back, so a score reused from either
 				// is the same number.

@@ -6,6 +6,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/bardoinference/bardo/host/testkit/fixtures"
+	"github.com/bardoinference/bardo/sdk/plugin"
+	"github.com/bardoinference/bardo/sdk/plugintest"
+	"github.com/bardoinference/bardo/sdk/wire"
 )
 
 // TestScoreMemoTable: a text is found only for the tenant that sent it,
@@ -63,5 +68,33 @@ func TestScoreMemoTable(t *testing.T) {
 	m.put(tb, "tenant-b", strings.Repeat("z", cfg.memoBytes), 0.5, 3)
 	if m.len() != 1 {
 		t.Fatalf("a text past the bound changed the memo: %d entries", m.len())
+	}
+}
+
+// TestSeenRequestAllocs: a request whose texts the memo holds allocates
+// nothing in the layer, only the test host's metric call (inside wasm each allocation is ~1 µs): no memo
+// key, no score string, no header slice (the result's headers were
+// appended to a new slice every request).
+func TestSeenRequestAllocs(t *testing.T) {
+	plugintest.New(t, `{"action":"flag"}`)
+	req := wire.LayerRequest{Meta: wire.Meta{RequestID: "r", Tenant: "t"}, Request: *fixtures.AgentRequest()}
+	th := tenantHash("t")
+	for _, p := range pieces(&req.Request, &cfg) {
+		scored.put(th, "t", p.text, 0.1234, plugin.Now().UnixNano())
+	}
+	var res wire.LayerResult
+	if err := onRequest(&req, &res); err != nil || len(res.Headers) != 3 || res.Headers[0].Value != "0.123" {
+		t.Fatalf("onRequest: %v %+v", err, res)
+	}
+	n := testing.AllocsPerRun(100, func() {
+		res = wire.LayerResult{}
+		if err := onRequest(&req, &res); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// The native test host's own: it copies a metric's name.
+	host := testing.AllocsPerRun(100, func() { plugin.CounterAdd(metricCached, 1) })
+	if n > host {
+		t.Errorf("a seen request: %v allocations, the host's %v", n, host)
 	}
 }
