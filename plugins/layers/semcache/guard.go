@@ -1,6 +1,8 @@
 package main
 
 import (
+	"math/bits"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -239,6 +241,11 @@ func (t *lexTable) find(w string) *lexEntry {
 		h ^= uint32(w[i])
 		h *= 16777619
 	}
+	return t.findHash(w, h)
+}
+
+// findHash is find given fnv(w) (asciiScan hashes a word as it checks it).
+func (t *lexTable) findHash(w string, h uint32) *lexEntry {
 	for {
 		i := t.slots[h&t.mask]
 		e := &t.entries[i]
@@ -297,14 +304,13 @@ const maxKeptNormBytes = 64 << 10
 // lower returns s with ASCII capitals lowered, in s's buffer.
 func (s *normScratch) lower(w string) string {
 	at := len(s.bytes)
-	for i := 0; i < len(w); i++ {
-		c := w[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		s.bytes = append(s.bytes, c)
+	b := slices.Grow(s.bytes, len(w))[:at+len(w)]
+	d := b[at:]
+	for i := 0; i < len(w) && i < len(d); i++ {
+		d[i] = lowerASCII[w[i]]
 	}
-	return unsafe.String(unsafe.SliceData(s.bytes[at:]), len(w))
+	s.bytes = b
+	return unsafe.String(unsafe.SliceData(d), len(d))
 }
 
 // stem is stem(w) for a word whose entry is e, built in s's buffer.
@@ -328,7 +334,8 @@ func (s *normScratch) stem(w string, e *lexEntry) string {
 }
 
 func (s *normScratch) normalize(dst []qtoken, text string) []qtoken {
-	if !plainASCII(text) {
+	plain := plainASCII(text)
+	if !plain {
 		text = strings.Map(func(r rune) rune {
 			switch r {
 			case '`', '\u201c', '\u201d':
@@ -340,7 +347,7 @@ func (s *normScratch) normalize(dst []qtoken, text string) []qtoken {
 		}, text)
 	}
 	s.bytes = s.bytes[:0]
-	fields := appendFields(s.fields[:0], text)
+	fields := appendFields(s.fields[:0], text, plain)
 	raw := unfront(fields)
 	out := dst[:0]
 	if cap(out) < len(raw)+1 {
@@ -357,8 +364,11 @@ func (s *normScratch) normalize(dst []qtoken, text string) []qtoken {
 		if closesQuote(w) && (!opens || !onlyQuoteTrail(w)) {
 			quoted = false
 		}
-		core := trimToken(w)
-		f, ascii := asciiFacts(core)
+		core := w // most words have nothing to trim: no call
+		if len(w) == 0 || punct[w[0]]&pLead != 0 || punct[w[len(w)-1]]&pTrail != 0 {
+			core = trimToken(w)
+		}
+		f, h, apos, ascii := asciiScan(core)
 		if !ascii {
 			f = unicodeFacts(core)
 		}
@@ -373,18 +383,22 @@ func (s *normScratch) normalize(dst []qtoken, text string) []qtoken {
 		}
 		salient := f.digit || f.symbol || core[0] == '-' || f.ticker || (!start && f.upper)
 		lower := core
+		var e *lexEntry
 		switch {
 		case !ascii:
 			lower = strings.ToLower(core)
+			e, apos = lexicon.find(lower), hasApostrophe(lower)
 		case f.upper:
 			lower = s.lower(core)
+			e = lexicon.findHash(lower, h) // h is of the lowered bytes
+		default:
+			e = lexicon.findHash(lower, h)
 		}
-		e := lexicon.find(lower)
 		ws, n, split := [2]string{lower}, 1, false
 		switch {
 		case e.class&wJoined != 0:
 			ws, n, split = e.joined, 2, true
-		case hasApostrophe(lower):
+		case apos:
 			ws, n = expandApostrophe(lower)
 			split = true
 		}
@@ -399,9 +413,12 @@ func (s *normScratch) normalize(dst []qtoken, text string) []qtoken {
 				continue
 			}
 			se := e
-			if st := s.stem(lw, e); len(st) != len(lw) { // stems are shorter
-				se = lexicon.find(st)
-				lw, c = st, se.class
+			// stem's first checks, here: most words end in another letter.
+			if len(lw) > 3 && lw[len(lw)-1] == 's' && c&wUnstemmed == 0 {
+				if st := s.stem(lw, e); len(st) != len(lw) { // stems are shorter
+					se = lexicon.find(st)
+					lw, c = st, se.class
+				}
 			}
 			if c&wSynonym != 0 {
 				lw, c = se.syn, se.synClass
@@ -474,6 +491,79 @@ func asciiFacts(s string) (f wordFacts, ok bool) {
 	return f, true
 }
 
+// asciiScan is asciiFacts and, in the same pass, fnv of the word with its
+// ASCII capitals lowered (what lexTable.findHash takes) and whether it has
+// an apostrophe. Inside wasm each pass over a word, each call and each
+// branch taken (a Go function's jumps go through one br_table) costs more
+// than the work it does on a word of a few letters, so the loop has none:
+// each byte's class is a table read, or-ed together.
+func asciiScan(s string) (f wordFacts, h uint32, apos, ok bool) {
+	var acc uint8
+	caps := 0
+	h = 2166136261
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		k := byteClass[c]
+		acc |= k
+		caps += int(k & bUpper) // bUpper is 1
+		h = (h ^ uint32(lowerASCII[c])) * 16777619
+	}
+	if acc&bHigh != 0 {
+		return f, h, false, false
+	}
+	f.alnum = acc&(bLower|bUpper|bDigit) != 0
+	f.upper = acc&bUpper != 0
+	f.digit = acc&bDigit != 0
+	f.symbol = acc&bOther != 0
+	f.ticker = acc&(bLower|bApos|bHyphen|bOther) == 0 && caps >= 2
+	return f, h, acc&bApos != 0, true
+}
+
+// Byte classes (asciiScan): a word's facts are the or of its bytes'.
+const (
+	bUpper = 1 << iota
+	bLower
+	bDigit
+	bApos
+	bHyphen
+	bOther // any other ASCII byte: a symbol
+	bHigh  // not ASCII
+)
+
+var byteClass = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case c >= utf8.RuneSelf:
+			t[c] = bHigh
+		case 'A' <= c && c <= 'Z':
+			t[c] = bUpper
+		case 'a' <= c && c <= 'z':
+			t[c] = bLower
+		case '0' <= c && c <= '9':
+			t[c] = bDigit
+		case c == '\'':
+			t[c] = bApos
+		case c == '-':
+			t[c] = bHyphen
+		default:
+			t[c] = bOther
+		}
+	}
+	return t
+}()
+
+// lowerASCII maps an ASCII capital to its small letter and every other
+// byte to itself.
+var lowerASCII = func() (t [256]byte) {
+	for c := range t {
+		t[c] = byte(c)
+		if 'A' <= c && c <= 'Z' {
+			t[c] += 'a' - 'A'
+		}
+	}
+	return t
+}()
+
 // unicodeFacts makes the same checks on any word.
 func unicodeFacts(s string) wordFacts {
 	return wordFacts{alnum: hasAlnum(s), digit: hasDigit(s), symbol: hasSymbol(s), upper: hasUpper(s), ticker: isTicker(s)}
@@ -483,7 +573,20 @@ func unicodeFacts(s string) wordFacts {
 // normalize's quote mapping leaves as it is (it rewrites backticks and
 // curly quotes, and invalid UTF-8 to U+FFFD).
 func plainASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
+	// Eight bytes a step: a loop step inside wasm costs more than the
+	// arithmetic (a byte of 0x80 or more sets its top bit; a backtick
+	// is a zero byte once the word is xored with backticks).
+	const lo, hi, ticks = 0x0101010101010101, 0x8080808080808080, 0x6060606060606060
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		v := x ^ ticks
+		if x&hi != 0 || (v-lo)&^v&hi != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
 		if c := s[i]; c >= utf8.RuneSelf || c == '`' {
 			return false
 		}
@@ -491,27 +594,64 @@ func plainASCII(s string) bool {
 	return true
 }
 
-// appendFields appends strings.Fields(s) to dst.
-func appendFields(dst []string, s string) []string {
-	if !isASCII(s) {
+// appendFields appends strings.Fields(s) to dst; ascii says s is known to
+// be ASCII.
+//
+// Inside wasm a loop step (a jump through the function's br_table) costs
+// more than the test it repeats, so an ASCII text is read eight bytes a
+// step into a mask of its spaces, 64 bytes at a time, and each word is then
+// found in two steps: its first byte that is not a space and its first
+// space.
+func appendFields(dst []string, s string, ascii bool) []string {
+	if !ascii && !isASCII(s) {
 		return append(dst, strings.Fields(s)...)
 	}
-	i := 0
-	for i < len(s) {
-		for i < len(s) && asciiSpace(s[i]) {
-			i++
+	start := -1 // the word in progress, if any
+	for base := 0; base < len(s); base += 64 {
+		c := s[base:min(base+64, len(s))]
+		var m uint64 // bit i: c[i] is a space (or past the end)
+		i := 0
+		for ; i+8 <= len(c); i += 8 {
+			m |= (uint64(spaceBit[c[i]]) | uint64(spaceBit[c[i+1]])<<1 | uint64(spaceBit[c[i+2]])<<2 | uint64(spaceBit[c[i+3]])<<3 |
+				uint64(spaceBit[c[i+4]])<<4 | uint64(spaceBit[c[i+5]])<<5 | uint64(spaceBit[c[i+6]])<<6 | uint64(spaceBit[c[i+7]])<<7) << i
 		}
-		j := i
-		for j < len(s) && !asciiSpace(s[j]) {
-			j++
+		for ; i < len(c); i++ {
+			m |= uint64(spaceBit[c[i]]) << i
 		}
-		if j > i {
-			dst = append(dst, s[i:j])
+		if len(c) < 64 {
+			m |= ^uint64(0) << len(c)
 		}
-		i = j
+		for pos := 0; pos < 64; {
+			if start < 0 {
+				k := bits.TrailingZeros64(^(m >> pos)) // the next non-space
+				if k >= 64-pos {
+					break
+				}
+				pos += k
+				start = base + pos
+			}
+			k := bits.TrailingZeros64(m >> pos) // the next space
+			if k >= 64-pos {
+				break // the word goes on in the next 64 bytes
+			}
+			pos += k
+			dst = append(dst, s[start:base+pos])
+			start = -1
+		}
+	}
+	if start >= 0 {
+		dst = append(dst, s[start:])
 	}
 	return dst
 }
+
+// spaceBit is 1 for the ASCII spaces (unicode.IsSpace's).
+var spaceBit = func() (t [256]uint8) {
+	for _, c := range []byte(" \t\n\v\f\r") {
+		t[c] = 1
+	}
+	return t
+}()
 
 func isASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
@@ -522,10 +662,6 @@ func isASCII(s string) bool {
 	return true
 }
 
-// asciiSpace is unicode.IsSpace for an ASCII byte.
-func asciiSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
-}
 
 // Punctuation classes of a byte, for the word checks below (inside wasm a
 // strings.IndexByte is two calls; a table read is none).
@@ -597,7 +733,14 @@ func canonical(ts []qtoken) []qtoken {
 // unfront moves a fronted phrase ("In Go," "On Base," "For a beginner,")
 // to the end of the question.
 func unfront(ws []string) []string {
-	if len(ws) < 3 || !isFrontable(strings.Trim(ws[0], `("'`)) {
+	if len(ws) < 3 {
+		return ws
+	}
+	w := ws[0]
+	if len(w) > 0 && (punct[w[0]]&pLead != 0 || punct[w[len(w)-1]]&pLead != 0) { // `("'`
+		w = strings.Trim(w, `("'`)
+	}
+	if !isFrontable(w) {
 		return ws
 	}
 	for k := 1; k < len(ws)-1 && k <= 6; k++ {

@@ -368,3 +368,8 @@ func FuzzNormalizeMatchesReference(f *testing.F) {
 		}
 	})
 }
+
+// asciiSpace is unicode.IsSpace for an ASCII byte.
+func asciiSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}

@@ -719,6 +719,43 @@ func hasAnyFoldFirst(s string, markers []string, f *markerFirsts) bool {
 	if f.all {
 		return true
 	}
+	if f.many {
+		return hasAnyFoldMany(s, markers, f)
+	}
+	if len(s) == 0 {
+		return false
+	}
+	// Each byte and the next, lowered, pick the markers to compare there:
+	// table reads, no branch but the loop's and a rare candidate's (inside
+	// wasm each branch taken costs more than the byte's test). A byte
+	// that is not ASCII is noted and the text decided at the end as
+	// before: a match among ASCII bytes is one in the lowered text too.
+	var high byte
+	c := lowerASCII[s[0]]
+	for i := 0; i < len(s); i++ {
+		var c2 byte // past the end: only a marker of one byte may match
+		if i+1 < len(s) {
+			c2 = lowerASCII[s[i+1]]
+		}
+		high |= s[i]
+		if set := f.by[c] & f.second[c2]; set != 0 {
+			for ; set != 0; set &= set - 1 {
+				if foldPrefixASCII(s[i:], markers[bits.TrailingZeros64(set)]) {
+					return true
+				}
+			}
+		}
+		c = c2
+	}
+	if high >= utf8.RuneSelf {
+		return hasAny(strings.ToLower(s), markers)
+	}
+	return false
+}
+
+// hasAnyFoldMany is hasAnyFoldFirst for more than 64 markers (by and
+// second are not set).
+func hasAnyFoldMany(s string, markers []string, f *markerFirsts) bool {
 	first := &f.first
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -729,23 +766,6 @@ func hasAnyFoldFirst(s string, markers []string, f *markerFirsts) bool {
 			c += 'a' - 'A'
 		}
 		if !first[c] {
-			continue
-		}
-		if !f.many {
-			// The byte after c, lowered (0 past the end: only a marker of
-			// one byte is then a candidate, and foldPrefixASCII checks
-			// the length of the others).
-			var c2 byte
-			if i+1 < len(s) {
-				if c2 = s[i+1]; 'A' <= c2 && c2 <= 'Z' {
-					c2 += 'a' - 'A'
-				}
-			}
-			for set := f.by[c] & f.second[c2]; set != 0; set &= set - 1 {
-				if foldPrefixASCII(s[i:], markers[bits.TrailingZeros64(set)]) {
-					return true
-				}
-			}
 			continue
 		}
 		for _, m := range markers {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -383,9 +384,9 @@ func TestHasAnyFold(t *testing.T) {
 	for range 20000 {
 		var markers []string
 		for range 1 + rng.IntN(5) {
-			markers = append(markers, draw([]string{"a", "b", "c"}, 1+rng.IntN(3)))
+			markers = append(markers, draw([]string{"a", "b", "c", "a", "b", "c", "é", "k"}, 1+rng.IntN(3)))
 		}
-		s := draw([]string{"a", "b", "c", "A", "B", " "}, rng.IntN(8))
+		s := draw([]string{"a", "b", "c", "A", "B", " ", "a", "b", "c", "A", "B", " ", "É", "é", "\xff", "\u212a", "K"}, rng.IntN(8))
 		if got, want := hasAnyFold(s, markers), hasAny(strings.ToLower(s), markers); got != want {
 			t.Fatalf("hasAnyFold(%q, %q) = %v, want %v", s, markers, got, want)
 		}
@@ -407,6 +408,55 @@ func TestReadAnnotations(t *testing.T) {
 		want := requestAnnotations{annotation(&m, annotationHeaderRegime), annotation(&m, AnnotationRegime), annotation(&m, annotationHeaderDomain)}
 		if got != want {
 			t.Fatalf("readAnnotations(%v) = %+v, want %+v", m.Annotations, got, want)
+		}
+	}
+}
+
+// TestPlainASCII: the eight-bytes-a-step check says what a byte loop says,
+// whichever byte holds the backtick or the non-ASCII byte.
+func TestPlainASCII(t *testing.T) {
+	byteLoop := func(s string) bool {
+		for i := 0; i < len(s); i++ {
+			if s[i] >= 0x80 || s[i] == '`' {
+				return false
+			}
+		}
+		return true
+	}
+	rng := rand.New(rand.NewPCG(2, 4))
+	special := []byte{'`', 0x80, 0xff, 0xe2, 0x5f, 0x61, 0x7f, 0x00, 0x20, 0x60 ^ 0x01, 0xe0}
+	for range 50000 {
+		b := make([]byte, rng.IntN(40))
+		for i := range b {
+			b[i] = byte('a' + rng.IntN(26))
+			if rng.IntN(12) == 0 {
+				b[i] = special[rng.IntN(len(special))]
+			}
+		}
+		if got, want := plainASCII(string(b)), byteLoop(string(b)); got != want {
+			t.Fatalf("plainASCII(%q) = %v, want %v", b, got, want)
+		}
+	}
+}
+
+// TestAppendFields: the mask-driven split gives strings.Fields' words, for
+// texts around and across its 64-byte steps.
+func TestAppendFields(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	pieces := []string{"a", "bc", "def", " ", "  ", "\t", "\n", "\v", "\f", "\r", "\x1c", "\x85", "x,", "\x00"}
+	for range 30000 {
+		var b strings.Builder
+		for range rng.IntN(60) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		s := b.String()
+		if rng.IntN(4) == 0 {
+			s = strings.Repeat("w", rng.IntN(130)) + s
+		}
+		ascii := isASCII(s)
+		got := appendFields(nil, s, ascii)
+		if want := strings.Fields(s); !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Fatalf("appendFields(%q) = %q, want %q", s, got, want)
 		}
 	}
 }
