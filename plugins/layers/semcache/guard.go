@@ -662,7 +662,6 @@ func isASCII(s string) bool {
 	return true
 }
 
-
 // Punctuation classes of a byte, for the word checks below (inside wasm a
 // strings.IndexByte is two calls; a table read is none).
 const (
