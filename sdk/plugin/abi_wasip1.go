@@ -322,11 +322,23 @@ func importVectorDelete(in unsafe.Pointer, inLen uint32, out unsafe.Pointer, out
 //go:wasmimport bardo_v1 complete
 func importComplete(in unsafe.Pointer, inLen uint32, out unsafe.Pointer, outCap uint32) int64
 
-// hostService calls one service import. A plugin that uses no service never
+// hostService calls one service import, the reply copied: the services'
+// decoders keep strings of it. A plugin that uses no service never
 // reaches this function, so the linker drops it and the plugin imports none
 // of them; one that uses any imports all six (a host without a service
 // answers it with an error reply).
 func hostService(name string, req []byte) ([]byte, error) {
+	return serviceCall(name, req, readCopy)
+}
+
+// hostServiceView is hostService for a caller that reads the reply before
+// its next host call and keeps nothing of it (ClassifyLabel): the reply
+// stays in scratch, no copy is allocated.
+func hostServiceView(name string, req []byte) ([]byte, error) {
+	return serviceCall(name, req, readInto)
+}
+
+func serviceCall(name string, req []byte, read func(hostRead, unsafe.Pointer, uint32) ([]byte, bool)) ([]byte, error) {
 	var f hostRead
 	switch name {
 	case svcEmbed:
@@ -344,8 +356,7 @@ func hostService(name string, req []byte) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("unknown host service %q", name)
 	}
-	// Copied: the services' decoders keep strings of the reply.
-	reply, ok := readCopy(f, bytesPtr(req), uint32(len(req)))
+	reply, ok := read(f, bytesPtr(req), uint32(len(req)))
 	if !ok {
 		return nil, fmt.Errorf("%s: the host refused the call (see the host log)", name)
 	}

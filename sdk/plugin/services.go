@@ -106,15 +106,17 @@ var classifyEnc wire.Encoder
 // ClassifyLabel is Classify for a caller that wants one label's
 // probability: it appends each text's probability of label (matched
 // case-insensitively) to dst and returns it. Once dst and its request
-// buffer have grown it allocates only the reply's copy: no label strings,
-// no slice per text. An error names the model's labels when it has no
+// buffer have grown it allocates nothing: no copy of the reply, no label
+// strings, no slice per text. An error names the model's labels when it has no
 // label.
 func ClassifyLabel(model, label string, texts []string, dst []float32) ([]float32, error) {
 	e := &classifyEnc
 	e.Reset() // the format-version byte the host checks
 	e.String(model)
 	e.Strings(texts)
-	reply, err := hostService(svcClassify, e.Bytes())
+	// The reply is read in place (nothing of it is kept, and no host call
+	// comes before it is read): inside wasm a copy is an allocation.
+	reply, err := hostServiceView(svcClassify, e.Bytes())
 	if err != nil {
 		return dst, err
 	}
