@@ -43,6 +43,11 @@ var (
 	// them between calls). Both kept from call to call.
 	runOut []byte
 	runAnn []wire.KV
+	// runReq and runResp are the view of the input each hook of a run
+	// gets: kept here, as calls' are, since a local escapes (the hook is a
+	// function value) and cost an allocation a run.
+	runReq  wire.LayerRequest
+	runResp wire.LayerResponse
 )
 
 // runRequest runs OnRequest of each entry the input names, in order, on
@@ -68,7 +73,7 @@ func runRequest(in []byte) error {
 	defer func() { layer = saved }() // the selected entry is the host's (bardo_select)
 	runAnn = append(runAnn[:0], full.Meta.Annotations...)
 	runOut = runOut[:0]
-	var req wire.LayerRequest
+	req := &runReq
 	res := &calls.res
 	// One clock read between hooks: a hook's time includes encoding its
 	// result, as a call of its own would.
@@ -80,10 +85,10 @@ func runRequest(in []byte) error {
 		if i < len(entries) {
 			l = entries[i].layer
 		}
-		req = *full
+		*req = *full
 		req.Meta.Annotations = runAnn[:len(runAnn):len(runAnn)] // a hook's append copies
 		*res = wire.LayerResult{}
-		if err := runHook(l, i, &req, res); err != nil {
+		if err := runHook(l, i, req, res); err != nil {
 			msg := err.Error()
 			runOut = appendRecord(runOut, runFailed, hostClock()-at, len(msg))
 			runOut = append(runOut, msg...)
@@ -101,6 +106,7 @@ func runRequest(in []byte) error {
 		runAnn = append(runAnn, res.Annotations...)
 	}
 	clear(runAnn) // views of this call's input and results
+	*req = wire.LayerRequest{}
 	out.Reset()
 	out.Append(runOut)
 	return nil
@@ -130,7 +136,7 @@ func runResponse(in []byte) error {
 	saved := layer
 	defer func() { layer = saved }()
 	runOut = runOut[:0]
-	var resp wire.LayerResponse
+	resp := &runResp
 	res := &calls.respRes
 	at := hostClock()
 	for k := range n {
@@ -140,9 +146,9 @@ func runResponse(in []byte) error {
 		if i < len(entries) {
 			l = entries[i].layer
 		}
-		resp = *full
+		*resp = *full
 		*res = wire.LayerResponseResult{}
-		if err := runAnswerHook(l, i, &resp, res); err != nil {
+		if err := runAnswerHook(l, i, resp, res); err != nil {
 			msg := err.Error()
 			runOut = appendRecord(runOut, runFailed, hostClock()-at, len(msg))
 			runOut = append(runOut, msg...)
@@ -158,6 +164,7 @@ func runResponse(in []byte) error {
 			break
 		}
 	}
+	*resp = wire.LayerResponse{} // views of this call's input
 	out.Reset()
 	out.Append(runOut)
 	return nil
