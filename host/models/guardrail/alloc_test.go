@@ -2,6 +2,7 @@ package guardrail
 
 import (
 	"context"
+	"strings"
 	"testing"
 )
 
@@ -26,5 +27,32 @@ func TestClassifyAllocs(t *testing.T) {
 	})
 	if allocs > 10 {
 		t.Errorf("Classify of an agent turn: %v allocations, want at most 10", allocs)
+	}
+}
+
+// TestViewPrechecks: the shortcuts of the decoded views skip only texts
+// the full walk would reject: leetChars are exactly the characters leet
+// maps, isROT13Word is the rot13Words set, and decodeTags' two bytes
+// start every tag character.
+func TestViewPrechecks(t *testing.T) {
+	for r := rune(0); r < 0x30000; r++ {
+		if (leet(r) != 0) != strings.ContainsRune(leetChars, r) {
+			t.Fatalf("leet(%q) = %q, leetChars %q", r, leet(r), leetChars)
+		}
+	}
+	for w := range rot13Words {
+		if !isROT13Word(w) {
+			t.Errorf("isROT13Word(%q) = false", w)
+		}
+	}
+	for _, w := range []string{"", "gu", "gurr", "the", "vtabe", "lbhee"} {
+		if isROT13Word(w) {
+			t.Errorf("isROT13Word(%q) = true", w)
+		}
+	}
+	for r := rune(0xE0020); r <= 0xE007E; r++ {
+		if !strings.HasPrefix(string(r), "\xf3\xa0") {
+			t.Fatalf("tag character %U is % x", r, string(r))
+		}
 	}
 }

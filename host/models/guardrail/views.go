@@ -164,6 +164,16 @@ func rot13(text string) string {
 // "your", "to", "of", "is", "ignore", "all", "instructions").
 var rot13Words = map[string]bool{"gur": true, "naq": true, "lbh": true, "lbhe": true, "gb": true, "bs": true, "vf": true, "vtaber": true, "nyy": true, "vafgehpgvbaf": true}
 
+// isROT13Word is rot13Words[w] as a switch: compared by length, then
+// bytes, where the map hashed every word of the text.
+func isROT13Word(w string) bool {
+	switch w {
+	case "gur", "naq", "lbh", "lbhe", "gb", "bs", "vf", "vtaber", "nyy", "vafgehpgvbaf":
+		return true
+	}
+	return false
+}
+
 // looksROT13 reports whether text has at least two ROT13'd common words, so
 // the ROT13 view is only scanned when it can contain English. A word is a
 // maximal run of letters.
@@ -179,7 +189,7 @@ func looksROT13(text string) bool {
 		for i := 0; i < len(w); i++ {
 			c := w[i]
 			if c >= 0x80 {
-				if rot13Words[strings.ToLower(w)] {
+				if isROT13Word(strings.ToLower(w)) {
 					n++
 				}
 				return
@@ -189,7 +199,7 @@ func looksROT13(text string) bool {
 			}
 			buf[i] = c
 		}
-		if rot13Words[string(buf[:len(w)])] {
+		if isROT13Word(string(buf[:len(w)])) {
 			n++
 		}
 	}
@@ -213,6 +223,9 @@ func looksROT13(text string) bool {
 	}
 	return n >= 2
 }
+
+// leetChars are the characters leet maps.
+const leetChars = "013457@$"
 
 // leet maps the leetspeak characters unleet undoes; others map to 0.
 func leet(r rune) rune {
@@ -242,7 +255,13 @@ func leet(r rune) rune {
 // digits, '@' and '$') mixes letters with leet characters, so ordinary
 // numbers are left alone.
 func unleet(text string) (string, bool) {
+	// The leet characters are ASCII: a text with none of them (most
+	// prose) has no word to undo, and is not walked rune by rune.
+	if !strings.ContainsAny(text, leetChars) {
+		return "", false
+	}
 	mixed, hasLetter, hasLeet := false, false, false
+scan:
 	for _, r := range text {
 		switch {
 		case leet(r) != 0:
@@ -256,7 +275,7 @@ func unleet(text string) (string, bool) {
 		}
 		if hasLetter && hasLeet {
 			mixed = true
-			break
+			break scan
 		}
 	}
 	if !mixed {
