@@ -353,88 +353,13 @@ func (s *normScratch) normalize(dst []qtoken, text string) []qtoken {
 	if cap(out) < len(raw)+1 {
 		out = make([]qtoken, 0, len(raw)+1)
 	}
-	last := &lexicon.entries[0] // the previous word's entry, fillers included
-	start := true               // capitals at a sentence start say nothing
-	quoted := false             // inside "…" or `…`: no word is framing
-	closing := false
+	st := normState{s: s, out: out, last: &lexicon.entries[0], start: true}
 	for i, w := range raw {
-		opens := len(w) > 0 && w[0] == '"'
-		quoted = quoted || opens
-		literal := quoted
-		if closesQuote(w) && (!opens || !onlyQuoteTrail(w)) {
-			quoted = false
-		}
-		core := w // most words have nothing to trim: no call
-		if len(w) == 0 || punct[w[0]]&pLead != 0 || punct[w[len(w)-1]]&pTrail != 0 {
-			core = trimToken(w)
-		}
-		f, h, apos, ascii := asciiScan(core)
-		if !ascii {
-			f = unicodeFacts(core)
-		}
-		if !f.alnum {
-			// Punctuation ends a sentence; a symbol mid-text is an
-			// operator ("what does ? do", "$?", "&&").
-			if !prose(core, i == len(raw)-1) {
-				out = append(out, qtoken{core, true})
-			}
-			start = start || strings.ContainsAny(core, ".?!")
-			continue
-		}
-		salient := f.digit || f.symbol || core[0] == '-' || f.ticker || (!start && f.upper)
-		lower := core
-		var e *lexEntry
-		switch {
-		case !ascii:
-			lower = strings.ToLower(core)
-			e, apos = lexicon.find(lower), hasApostrophe(lower)
-		case f.upper:
-			lower = s.lower(core)
-			e = lexicon.findHash(lower, h) // h is of the lowered bytes
-		default:
-			e = lexicon.findHash(lower, h)
-		}
-		ws, n, split := [2]string{lower}, 1, false
-		switch {
-		case e.class&wJoined != 0:
-			ws, n, split = e.joined, 2, true
-		case apos:
-			ws, n = expandApostrophe(lower)
-			split = true
-		}
-		for _, lw := range ws[:n] {
-			if split {
-				e = lexicon.find(lw)
-			}
-			prev := last
-			last = e
-			c := e.class
-			if !literal && (c&wFiller != 0 || e.frames&prev.framedBy != 0 || (len(out) == 0 && c&wGreeting != 0)) {
-				continue
-			}
-			se := e
-			// stem's first checks, here: most words end in another letter.
-			if len(lw) > 3 && lw[len(lw)-1] == 's' && c&wUnstemmed == 0 {
-				if st := s.stem(lw, e); len(st) != len(lw) { // stems are shorter
-					se = lexicon.find(st)
-					lw, c = st, se.class
-				}
-			}
-			if c&wSynonym != 0 {
-				lw, c = se.syn, se.synClass
-			}
-			out = append(out, qtoken{lw, literal || salient || c&wSalient != 0})
-			closing = closing || !literal && c&wThanks != 0
-		}
-		switch w[len(w)-1] {
-		case '.', '?', '!', ':':
-			start = true
-		default:
-			start = false
-		}
+		st.field(w, i == len(raw)-1)
 	}
+	out = st.out
 	// A closing "thanks" goes too.
-	for closing && len(out) > 1 && lexicon.find(out[len(out)-1].w).class&wThanks != 0 {
+	for st.closing && len(out) > 1 && lexicon.find(out[len(out)-1].w).class&wThanks != 0 {
 		out = out[:len(out)-1]
 	}
 	out = canonical(out)
@@ -458,6 +383,108 @@ func (s *normScratch) normalize(dst []qtoken, text string) []qtoken {
 		s.bytes = nil
 	}
 	return out
+}
+
+// normState is what normalize carries from word to word. Its steps are
+// functions of their own, kept out of line: inside wasm every jump within
+// a Go function goes through the function's one br_table, and the
+// normaliser as one function of some hundred blocks cost ~40 % more than
+// these three (staged, the 4 KB agent request's question).
+type normState struct {
+	s     *normScratch
+	out   []qtoken
+	last  *lexEntry // the previous word's entry, fillers included
+	start bool      // capitals at a sentence start say nothing
+	// quoted: inside "…" or `…`, no word is framing.
+	quoted, closing bool
+}
+
+// field adds a field of the question (isLast: the last) to st.out.
+//
+//go:noinline
+func (st *normState) field(w string, isLast bool) {
+	opens := len(w) > 0 && w[0] == '"'
+	quoted := st.quoted || opens
+	literal := quoted
+	if closesQuote(w) && (!opens || !onlyQuoteTrail(w)) {
+		quoted = false
+	}
+	st.quoted = quoted
+	core := w // most words have nothing to trim: no call
+	if len(w) == 0 || punct[w[0]]&pLead != 0 || punct[w[len(w)-1]]&pTrail != 0 {
+		core = trimToken(w)
+	}
+	f, h, apos, ascii := asciiScan(core)
+	if !ascii {
+		f = unicodeFacts(core)
+	}
+	if !f.alnum {
+		// Punctuation ends a sentence; a symbol mid-text is an
+		// operator ("what does ? do", "$?", "&&").
+		if !prose(core, isLast) {
+			st.out = append(st.out, qtoken{core, true})
+		}
+		st.start = st.start || strings.ContainsAny(core, ".?!")
+		return
+	}
+	salient := f.digit || f.symbol || core[0] == '-' || f.ticker || (!st.start && f.upper)
+	lower := core
+	var e *lexEntry
+	switch {
+	case !ascii:
+		lower = strings.ToLower(core)
+		e, apos = lexicon.find(lower), hasApostrophe(lower)
+	case f.upper:
+		lower = st.s.lower(core)
+		e = lexicon.findHash(lower, h) // h is of the lowered bytes
+	default:
+		e = lexicon.findHash(lower, h)
+	}
+	switch {
+	case e.class&wJoined != 0:
+		for _, lw := range e.joined {
+			st.word(lw, lexicon.find(lw), literal, salient)
+		}
+	case apos:
+		ws, n := expandApostrophe(lower)
+		for _, lw := range ws[:n] {
+			st.word(lw, lexicon.find(lw), literal, salient)
+		}
+	default:
+		st.word(lower, e, literal, salient)
+	}
+	switch w[len(w)-1] {
+	case '.', '?', '!', ':':
+		st.start = true
+	default:
+		st.start = false
+	}
+}
+
+// word adds a word (lw, whose entry is e) of a field to st.out, unless it
+// is framing.
+//
+//go:noinline
+func (st *normState) word(lw string, e *lexEntry, literal, salient bool) {
+	prev := st.last
+	st.last = e
+	c := e.class
+	if !literal && (c&wFiller != 0 || e.frames&prev.framedBy != 0 || (len(st.out) == 0 && c&wGreeting != 0)) {
+		return
+	}
+	se := e
+	// stem's first checks, here: most words end in another letter.
+	if len(lw) > 3 && lw[len(lw)-1] == 's' && c&wUnstemmed == 0 {
+		if s := st.s.stem(lw, e); len(s) != len(lw) { // stems are shorter
+			se = lexicon.find(s)
+			lw, c = s, se.class
+		}
+	}
+	if c&wSynonym != 0 {
+		lw, c = se.syn, se.synClass
+	}
+	st.out = append(st.out, qtoken{lw, literal || salient || c&wSalient != 0})
+	st.closing = st.closing || !literal && c&wThanks != 0
 }
 
 // wordFacts are the checks normalize makes on a word.
