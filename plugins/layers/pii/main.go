@@ -164,6 +164,7 @@ func configure(js []byte) error {
 		customSet = set
 	}
 	work.det = detector{checksum: rc.MnemonicChecksum}
+	forgetHistory()
 	for i := range nBuiltin {
 		work.det.on[i] = entities[i].action != actOff
 	}

@@ -44,6 +44,15 @@ type masker struct {
 
 	masked, redacted int
 	blocked          []int // entity ids with action block that were found
+
+	// The turns before the newest user message (history.go): skip of them
+	// are known clean and not collected; segs[histFrom:histTo] are the
+	// others', and histDirty says the scan found something in them.
+	latest, skip     int
+	histFrom, histTo int
+	histDirty        bool
+	skipSystem       bool // the system prompt is known clean: not collected
+	sysDirty         bool // the scan found something in the system prompt
 }
 
 type segSpan struct {
@@ -68,6 +77,27 @@ func (k *masker) reset() {
 	k.m.reset()
 	k.masked, k.redacted = 0, 0
 	k.blocked = k.blocked[:0]
+	k.latest, k.skip, k.histFrom, k.histTo, k.histDirty = -1, 0, 0, 0, false
+	k.skipSystem, k.sysDirty = false, false
+}
+
+// remember keeps the clean turns before the newest user message, and the
+// system prompt when clean, unless the run they came from covers them.
+func (k *masker) remember(req *wire.Request) {
+	if k.histDirty || (k.skip >= k.latest && (k.skipSystem || k.sysDirty)) {
+		return
+	}
+	rememberTurns(req, k.tenant, k.latest, k.skipSystem || !k.sysDirty)
+}
+
+// latestUser is the index of the newest user message, -1 when none.
+func latestUser(req *wire.Request) int {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == "user" {
+			return i
+		}
+	}
+	return -1
 }
 
 // blobLimit: a JSON string longer than this without any whitespace is taken
@@ -78,6 +108,9 @@ const blobLimit = 1024
 // then messages), which is the order placeholders are numbered in.
 func (k *masker) collect(req *wire.Request) {
 	for i := range req.System {
+		if k.skipSystem {
+			break
+		}
 		b := &req.System[i]
 		if b.Type != wire.BlockText {
 			continue
@@ -87,18 +120,20 @@ func (k *masker) collect(req *wire.Request) {
 				k.segs = append(k.segs, segment{text: b.Text, blk: b, system: true})
 			}
 		} else {
+			t0 := len(k.det.taken)
 			k.noteTakenIn(b.Text)
+			k.sysDirty = k.sysDirty || len(k.det.taken) > t0
 		}
 	}
-	latest := -1
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == "user" {
-			latest = i
-			break
-		}
-	}
-	for i := range req.Messages {
+	latest := latestUser(req)
+	k.latest = latest
+	skip := min(k.skip, max(latest, 0))
+	k.histFrom, k.histTo = len(k.segs), len(k.segs)
+	for i := skip; i < len(req.Messages); i++ {
 		from := len(k.segs)
+		if i == latest {
+			k.histTo = from
+		}
 		for j := range req.Messages[i].Content {
 			b := &req.Messages[i].Content[j]
 			switch b.Type {
@@ -219,7 +254,15 @@ func (k *masker) detect() {
 		// finds (memo.go): most JSON member names, short values and
 		// replies. Tested here, they cost no call.
 		if len(sg.text) >= mnemonicMinLen || !noAnchor(sg.text) {
+			t0 := len(k.det.taken)
 			k.scanSegment(sg.text, sg.member)
+			if len(k.spans) > sg.s0 || len(k.det.taken) > t0 {
+				if sg.system {
+					k.sysDirty = true
+				} else if i >= k.histFrom && i < k.histTo {
+					k.histDirty = true
+				}
+			}
 		}
 		for c < len(k.custom) && k.custom[c].seg == i {
 			k.spans = append(k.spans, k.custom[c].sp)
@@ -378,11 +421,14 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 		k.tenant = strings.Clone(req.Meta.Tenant)
 		k.seed, k.seeded = tenantSeed(k.tenant), true
 	}
+	k.skip, k.skipSystem = cleanTurns(&req.Request, k.tenant, latestUser(&req.Request))
 	k.collect(&req.Request)
 	if len(k.segs) == 0 {
+		k.remember(&req.Request)
 		return nil
 	}
 	k.detect()
+	k.remember(&req.Request)
 	if len(k.blocked) > 0 {
 		plugin.CounterAdd("pii_blocked_total", 1)
 		res.Action = wire.ActionReject
