@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bardoinference/bardo/sdk/wire"
 )
@@ -30,13 +31,20 @@ func TestAppendEntryFromIsAppendEntry(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := &got.Response
-		switch i % 5 {
+		switch i % 6 {
 		case 1:
 			d.Usage.OutputTokens++ // edited after decoding: encoded
 		case 2:
 			d.StopSeq = strings.Clone(d.StopSeq) + "z"
 		case 3:
 			in = append([]byte(nil), in...) // not the input it was decoded from
+		case 5:
+			if len(d.Content) > 0 { // a block replaced, its neighbours still views
+				d.Content = append([]wire.Block(nil), d.Content...)
+				d.Content[0].Text = strings.Clone(d.Content[0].Text) + "."
+			} else {
+				d.Model += "-"
+			}
 		}
 		want := AppendEntry([]byte("pre"), &scratch, d, int64(i))
 		if b := AppendEntryFrom([]byte("pre"), in, &scratch, d, int64(i)); string(b) != string(want) {
@@ -46,7 +54,7 @@ func TestAppendEntryFromIsAppendEntry(t *testing.T) {
 		if span != nil {
 			spans++
 		}
-		if fresh := i%5 == 0 || i%5 == 4; span == nil && fresh && resp.ID != "" && resp.StopReason != "" {
+		if fresh := i%6 == 0 || i%6 == 4; span == nil && fresh && resp.ID != "" {
 			t.Fatalf("response %d: decoded from the input, but no span found", i)
 		} else if span != nil && !fresh {
 			t.Fatalf("response %d: a span for a response that is not the input's", i)
@@ -54,5 +62,27 @@ func TestAppendEntryFromIsAppendEntry(t *testing.T) {
 	}
 	if spans < 100 {
 		t.Fatalf("only %d of 500 responses copied as a span", spans)
+	}
+}
+
+// A response whose strings are views of an input in another layout (a
+// stream's collected state, as the stream phase of hosts before v1.6
+// hands it back) is not taken for a span: it is encoded.
+func TestAppendEntryFromOtherLayout(t *testing.T) {
+	st := StartStream([]byte("key-1"), time.Minute)
+	st, ok := Collect(st, events("a streamed answer long enough to keep"), 1<<20)
+	if !ok {
+		t.Fatal("not collected")
+	}
+	_, _, resp, ok := Finish(st)
+	if !ok {
+		t.Fatal("not finished")
+	}
+	var enc wire.Encoder
+	if responseSpan(st, &resp) != nil {
+		t.Fatal("a span found in a stream state")
+	}
+	if got, want := AppendEntryFrom(nil, st, &enc, &resp, 7), AppendEntry(nil, &enc, &resp, 7); string(got) != string(want) {
+		t.Fatal("AppendEntryFrom differs from AppendEntry")
 	}
 }
