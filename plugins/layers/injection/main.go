@@ -264,7 +264,8 @@ func pieces(r *wire.Request, c *config) []piece {
 			continue
 		}
 		n := i + 1
-		for _, bl := range m.Content {
+		for j := range m.Content {
+			bl := &m.Content[j] // not a copy: inside wasm a Block's is a memmove
 			switch bl.Type {
 			case wire.BlockText:
 				add(stripHarness(bl.Text, c.harness), "user text", n)
