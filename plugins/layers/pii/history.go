@@ -9,7 +9,8 @@ import (
 )
 
 // An agent's request is its whole conversation again, with one new turn.
-// When the turns before the newest user message held nothing to mask —
+// When the turns before the newest user message (and the system prompt)
+// held nothing to mask —
 // no value found, no placeholder-shaped token — in the previous request,
 // the same turns this time hold nothing either: what the scan finds in a
 // turn is a pure function of its bytes and the configuration. So the
@@ -28,9 +29,11 @@ const (
 	// historyRuns is how many runs are kept (recent tenants and
 	// conversations); a new one replaces the oldest.
 	historyRuns = 4
-	// historyMaxBytes bounds one run's copy; a longer history is not
-	// remembered (its turns go through the text memo).
-	historyMaxBytes = 64 << 10
+	// historyMaxBytes bounds a run's copy of its turns, and of its system
+	// prompt: at most 256 KiB an instance. A longer history is not
+	// remembered (its turns go through the text memo), nor a longer
+	// system prompt (it goes through the text memo).
+	historyMaxBytes = 32 << 10
 )
 
 // historyRun is the encoded bytes of a tenant's first n turns, all clean,

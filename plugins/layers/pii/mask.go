@@ -255,7 +255,17 @@ func (k *masker) detect() {
 		// replies. Tested here, they cost no call.
 		if len(sg.text) >= mnemonicMinLen || !noAnchor(sg.text) {
 			t0 := len(k.det.taken)
-			k.scanSegment(sg.text, sg.member)
+			if sg.latest && k.skip > 0 {
+				// The newest turn of a conversation clean so far: the next
+				// request's kept run will cover it if it is clean
+				// (history.go), so it is scanned, not remembered; were it
+				// not clean, the next request scans it once and
+				// remembers it then.
+				k.det.member = sg.member
+				k.spans = k.det.scan(sg.text, k.spans)
+			} else {
+				k.scanSegment(sg.text, sg.member)
+			}
 			if len(k.spans) > sg.s0 || len(k.det.taken) > t0 {
 				if sg.system {
 					k.sysDirty = true
