@@ -676,39 +676,3 @@ func TestMissAllocatesNothing(t *testing.T) {
 		t.Fatalf("request phase, miss: %v allocations, the host's %v", allocs, host)
 	}
 }
-
-// The response phase stores the answer's encoding as it came in the call's
-// input (respcache.AppendEntryFrom), not encoded again field by field
-// (4–5 µs inside wasm): the entry is the one AppendEntry builds, and the
-// layer's encoder is left untouched.
-func TestStoreCopiesTheAnswersSpan(t *testing.T) {
-	h := plugintest.New(t, `{}`)
-	meta := wire.Meta{RequestID: "r1", Tenant: "t", Dialect: wire.DialectOpenAI}
-	res := h.OnRequest(wire.LayerRequest{Meta: meta, Request: baseRequest()})
-	meta.Annotations = res.Annotations
-	enc = wire.Encoder{}
-	resp := answer("Your health factor is 1.84, which is safe for now.", 14)
-	h.OnResponse(wire.LayerResponse{Meta: meta, Response: resp})
-	if h.Metrics[metricStores] != 1 {
-		t.Fatalf("not stored: metrics %v", h.Metrics)
-	}
-	got, ok := plugin.KVGet(storeKey(annotation(res.Annotations, AnnotationKey)))
-	if !ok || len(got) < 11 {
-		t.Fatal("no entry")
-	}
-	var scratch wire.Encoder
-	if want := respcache.AppendEntry(nil, &scratch, &resp, int64(binaryLE(got[3:11]))); string(got) != string(want) {
-		t.Fatalf("entry %q, want %q", got, want)
-	}
-	if enc.Bytes() != nil {
-		t.Fatal("the answer was encoded again, not copied from the input")
-	}
-}
-
-func binaryLE(b []byte) uint64 {
-	var v uint64
-	for i := len(b) - 1; i >= 0; i-- {
-		v = v<<8 | uint64(b[i])
-	}
-	return v
-}
