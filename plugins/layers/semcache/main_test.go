@@ -460,3 +460,23 @@ func TestAppendFields(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecodeMiss: any annotation value decodes without a panic, and a
+// miss encoded decodes to itself.
+func FuzzDecodeMiss(f *testing.F) {
+	f.Add("210000,38,32,32,0,q:0123456789abcdef0123456789abcdef:m1a", "what is 1,2,3?", uint32(5))
+	f.Add("", "", uint32(0))
+	f.Fuzz(func(t *testing.T, s, text string, n uint32) {
+		decodeMiss(s)
+		var vec []float32
+		for i := range n % 5 {
+			vec = append(vec, float32(i)/3)
+		}
+		m := miss{id: "0123456789abcdef0123456789abcdef", key: "q:" + s, ctx: "fedcba9876543210fedcba9876543210", text: text, vec: vec,
+			ttl: time.Duration(n) * time.Millisecond}
+		got, ok := decodeMiss(encodeMiss(m))
+		if !ok || got.key != m.key || got.ctx != m.ctx || got.id != m.id || got.text != m.text || got.ttl != m.ttl || !slices.Equal(got.vec, m.vec) {
+			t.Fatalf("round trip of %+v: %+v %v", m, got, ok)
+		}
+	})
+}
