@@ -178,6 +178,14 @@ var (
 		decSRes   wire.DecodeStreamResult
 	}
 
+	// kept lends a result's Headers and Annotations their room: a hook's
+	// first append to a nil slice allocated inside wasm (~1 µs, and
+	// garbage the guest's GC then sweeps in a later call). The result is
+	// encoded before the next hook starts, so one set serves every call.
+	kept struct {
+		headers, annotations [8]wire.KV
+	}
+
 	// entries are the plugins this module exports, in registration order:
 	// a module that registers one is a bundle of one (docs/abi.md, v1.5).
 	entries []entry
@@ -193,6 +201,17 @@ func (e entry) name() string {
 		return e.layer.Name
 	}
 	return e.provider.Name
+}
+
+// freshResult is an empty LayerResult whose Headers and Annotations
+// append into kept room (a hook that appends past it allocates as before).
+func freshResult() wire.LayerResult {
+	return wire.LayerResult{Headers: kept.headers[:0], Annotations: kept.annotations[:0]}
+}
+
+// freshResponseResult is freshResult's twin for the response phase.
+func freshResponseResult() wire.LayerResponseResult {
+	return wire.LayerResponseResult{Headers: kept.headers[:0]}
 }
 
 // RegisterLayer adds a layer to this module. Call it from init: a plugin's
@@ -337,7 +356,7 @@ func runLayer(op Op, in []byte) error {
 			return fmt.Errorf("layer %s has no OnRequest", layer.Name)
 		}
 		req, res := &calls.req, &calls.res
-		*req, *res = wire.LayerRequest{}, wire.LayerResult{}
+		*req, *res = wire.LayerRequest{}, freshResult()
 		if err := req.DecodeArena(in, &arena); err != nil {
 			return err
 		}
@@ -354,7 +373,7 @@ func runLayer(op Op, in []byte) error {
 			return fmt.Errorf("layer %s has no OnResponse", layer.Name)
 		}
 		in2, res := &calls.resp, &calls.respRes
-		*in2, *res = wire.LayerResponse{}, wire.LayerResponseResult{}
+		*in2, *res = wire.LayerResponse{}, freshResponseResult()
 		if err := in2.DecodeArena(in, &arena); err != nil {
 			return err
 		}
@@ -390,7 +409,7 @@ func runLayer(op Op, in []byte) error {
 			return fmt.Errorf("layer %s has no OnFallback", layer.Name)
 		}
 		req, res := &calls.req, &calls.res
-		*req, *res = wire.LayerRequest{}, wire.LayerResult{}
+		*req, *res = wire.LayerRequest{}, freshResult()
 		if err := req.DecodeArena(in, &arena); err != nil {
 			return err
 		}

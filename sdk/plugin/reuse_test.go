@@ -45,8 +45,11 @@ func agentInput(last string) []byte {
 func TestDispatchAllocs(t *testing.T) {
 	withEntries(t, Layer{Name: "l", Phases: wire.PhaseRequest, Reads: wire.PartAll, Writes: wire.PartMessages,
 		OnRequest: func(req *wire.LayerRequest, res *wire.LayerResult) error {
-			// A typical hook: read the last turn, annotate, patch a part.
+			// A typical hook: read the last turn, annotate, add headers,
+			// patch a part.
 			last := req.Request.Messages[len(req.Request.Messages)-1]
+			res.Annotations = append(res.Annotations, wire.KV{Key: "l.seen", Value: last.Role})
+			res.Headers = append(res.Headers, wire.KV{Key: "X-Bardo-L", Value: "pass"}, wire.KV{Key: "X-Bardo-L-Role", Value: last.Role})
 			res.Action = wire.ActionContinue
 			res.Patched = wire.PartMessages
 			res.Request.Messages = req.Request.Messages

@@ -87,7 +87,7 @@ func runRequest(in []byte) error {
 		}
 		*req = *full
 		req.Meta.Annotations = runAnn[:len(runAnn):len(runAnn)] // a hook's append copies
-		*res = wire.LayerResult{}
+		*res = freshResult()
 		if err := runHook(l, i, req, res); err != nil {
 			msg := err.Error()
 			runOut = appendRecord(runOut, runFailed, hostClock()-at, len(msg))
@@ -147,7 +147,7 @@ func runResponse(in []byte) error {
 			l = entries[i].layer
 		}
 		*resp = *full
-		*res = wire.LayerResponseResult{}
+		*res = freshResponseResult()
 		if err := runAnswerHook(l, i, resp, res); err != nil {
 			msg := err.Error()
 			runOut = appendRecord(runOut, runFailed, hostClock()-at, len(msg))
