@@ -28,7 +28,12 @@ func (k *kit) checkLayer(ctx context.Context) {
 		}
 		k.unknownFields(ctx)
 		if k.p.CanRun() {
-			k.requestRun(ctx, samples)
+			var cases []runCase
+			for _, s := range samples {
+				wire.EncodeLayerRequest(&k.enc, &s.meta, s.req, d.Reads)
+				cases = append(cases, runCase{s.name, slices.Clone(k.enc.Bytes())})
+			}
+			k.checkRun(ctx, "request/run", plugin.OpOnRequest, cases)
 		}
 		k.layerRequest(ctx, "request/empty", plugin.OpOnRequest, emptySample(), true)
 		k.layerRequest(ctx, "request/huge", plugin.OpOnRequest, hugeSample(), true)
@@ -47,6 +52,15 @@ func (k *kit) checkLayer(ctx context.Context) {
 	if d.Phases&wire.PhaseResponse != 0 {
 		for _, s := range samples {
 			k.layerResponse(ctx, "response/"+s.name, s.meta, responseSample(answerText), false)
+		}
+		if k.p.CanRunResponses() {
+			var cases []runCase
+			for _, s := range samples {
+				in := wire.LayerResponse{Meta: s.meta, Response: responseSample(answerText)}
+				in.Encode(&k.enc)
+				cases = append(cases, runCase{s.name, slices.Clone(k.enc.Bytes())})
+			}
+			k.checkRun(ctx, "response/run", plugin.OpOnResponse, cases)
 		}
 		k.layerResponse(ctx, "response/empty", wire.Meta{}, wire.Response{}, true)
 		k.layerResponse(ctx, "response/huge", samples[0].meta, responseSample(hugeText(1<<20)), true)
@@ -118,77 +132,113 @@ type bytesInput []byte
 func (b bytesInput) Len() int       { return len(b) }
 func (b bytesInput) Put(dst []byte) { copy(dst, b) }
 
-// requestRun checks a bundle's bardo_on_request_run (ABI v1.7) for this
-// entry: a host runs the request phase of a bundle's consecutive entries
-// in one call through it, so run alone it must give, byte for byte, what
-// the entry's own on_request gives for the same input — an SDK other than
-// ours that gets the run's records wrong would otherwise pass every check
-// above and still misbehave in a pipeline. A layer may remember requests
-// (promptcache says whether the session's prefix matched the last one),
-// so the input is sent first to warm that state, and the run is compared
-// with the calls either side of it; when those differ from each other too,
-// the layer's results change call by call and only their action and
-// patches are compared.
-func (k *kit) requestRun(ctx context.Context, samples []sample) {
-	const name = "request/run"
-	d := k.report.Descriptor
+// runCase is one input a run check sends: the encoded LayerRequest or
+// LayerResponse.
+type runCase struct {
+	name string
+	in   bytesInput
+}
+
+// checkRun checks a bundle's run export for this entry's phase op
+// (bardo_on_request_run, ABI v1.7; bardo_on_response_run, v1.8): a host
+// runs that phase of a bundle's consecutive entries in one call through
+// it, so run alone it must give, byte for byte, what the entry's own op
+// gives for the same input — an SDK other than ours that gets the run's
+// records wrong would otherwise pass every check above and still
+// misbehave in a pipeline. A layer may remember what it saw (promptcache
+// says whether the session's prefix matched the last one, affinity keeps
+// who answered), so each input is sent first to warm that state, and the
+// run is compared with the calls either side of it; when those differ from
+// each other too, the layer's results change call by call and only their
+// outcome (action and patches, or whether the answer was replaced) is
+// compared.
+func (k *kit) checkRun(ctx context.Context, name string, op plugin.Op, cases []runCase) {
 	info := sandbox.CallInfo{RequestID: "kit", Tenant: "kit"}
+	opName, runName := "on_request", "bardo_on_request_run"
+	run, outcome := sandbox.RunRequest, requestOutcome
+	if op == plugin.OpOnResponse {
+		opName, runName = "on_response", "bardo_on_response_run"
+		run = func(ctx context.Context, ps []*sandbox.Plugin, in sandbox.Input, info sandbox.CallInfo, dst []sandbox.RunResult) ([]sandbox.RunResult, error) {
+			return sandbox.RunResponse(ctx, ps, in.(bytesInput), info, dst)
+		}
+		outcome = responseOutcome
+	}
 	single := func(in []byte) ([]byte, error) {
-		out, err := k.call(ctx, plugin.OpOnRequest, in)
+		out, err := k.call(ctx, op, in)
 		return slices.Clone(out), err
 	}
 	changing := 0
-	for _, s := range samples {
-		wire.EncodeLayerRequest(&k.enc, &s.meta, s.req, d.Reads)
-		in := bytesInput(slices.Clone(k.enc.Bytes()))
+	for _, c := range cases {
 		var before, after []byte
-		_, err := single(in)
+		_, err := single(c.in)
 		if err == nil {
-			before, err = single(in)
+			before, err = single(c.in)
 		}
 		if err != nil {
-			k.fail(name, "%s: on_request: %s", s.name, k.explain(err))
+			k.fail(name, "%s: %s: %s", c.name, opName, k.explain(err))
 			return
 		}
 		k.out.reset()
-		rs, err := sandbox.RunRequest(ctx, []*sandbox.Plugin{k.p}, in, info, nil)
+		rs, err := run(ctx, []*sandbox.Plugin{k.p}, c.in, info, nil)
 		switch {
 		case err != nil:
-			k.fail(name, "%s: bardo_on_request_run: %s", s.name, k.explain(err))
+			k.fail(name, "%s: %s: %s", c.name, runName, k.explain(err))
 			return
 		case len(rs) != 1:
-			k.fail(name, "%s: bardo_on_request_run returned %d results for one entry", s.name, len(rs))
+			k.fail(name, "%s: %s returned %d results for one entry", c.name, runName, len(rs))
 			return
 		case rs[0].Err != nil:
-			k.fail(name, "%s: bardo_on_request_run: the hook failed where on_request did not: %s", s.name, k.explain(rs[0].Err))
+			k.fail(name, "%s: %s: the hook failed where %s did not: %s", c.name, runName, opName, k.explain(rs[0].Err))
 			return
 		}
-		if after, err = single(in); err != nil {
-			k.fail(name, "%s: on_request after the run: %s", s.name, k.explain(err))
+		if after, err = single(c.in); err != nil {
+			k.fail(name, "%s: %s after the run: %s", c.name, opName, k.explain(err))
 			return
 		}
-		run := rs[0].Out
-		if bytes.Equal(run, before) || bytes.Equal(run, after) {
+		got := rs[0].Out
+		if bytes.Equal(got, before) || bytes.Equal(got, after) {
 			continue
 		}
-		var a, r wire.LayerResult
-		if err := r.Decode(run); err != nil {
-			k.fail(name, "%s: bardo_on_request_run's result does not decode: %v", s.name, err)
+		want, _ := outcome(before)
+		have, ok := outcome(got)
+		if !ok {
+			k.fail(name, "%s: %s's result does not decode", c.name, runName)
 			return
 		}
-		a.Decode(before)
-		if !bytes.Equal(before, after) && r.Action == a.Action && r.Patched == a.Patched {
+		if !bytes.Equal(before, after) && have == want {
 			changing++
 			continue
 		}
-		k.fail(name, "%s: bardo_on_request_run's result differs from on_request's (%s, against %s)", s.name, describeResult(&r), describeResult(&a))
+		k.fail(name, "%s: %s's result differs from %s's (%s, against %s)", c.name, runName, opName, have, want)
 		return
 	}
 	note := ""
 	if changing > 0 {
-		note = fmt.Sprintf(" (%d whose results change call by call: by action and patches)", changing)
+		note = fmt.Sprintf(" (%d whose results change call by call: by outcome)", changing)
 	}
-	k.pass(name, "one-entry runs give on_request's results, in %d dialects%s", len(samples), note)
+	k.pass(name, "one-entry runs give %s's results, in %d dialects%s", opName, len(cases), note)
+}
+
+// requestOutcome describes an encoded LayerResult by what the host does
+// with it.
+func requestOutcome(b []byte) (string, bool) {
+	var r wire.LayerResult
+	if r.Decode(b) != nil {
+		return "", false
+	}
+	return describeResult(&r), true
+}
+
+// responseOutcome describes an encoded LayerResponseResult likewise.
+func responseOutcome(b []byte) (string, bool) {
+	var r wire.LayerResponseResult
+	if r.Decode(b) != nil {
+		return "", false
+	}
+	if r.Replaced {
+		return "replaced", true
+	}
+	return "kept", true
 }
 
 // withoutExtras copies req without its unknown members at every level.
