@@ -106,6 +106,14 @@ func hostKVGet(key string) ([]byte, bool) {
 	return nil, false
 }
 
+func hostKVGetAppend(dst []byte, key string) ([]byte, bool) {
+	v, ok := hostKVGet(key)
+	if !ok {
+		return dst, false
+	}
+	return append(dst, v...), true
+}
+
 func hostKVPut(key string, val []byte, ttlMs int64) error {
 	if h := currentHost(); h != nil {
 		return h.KVPut(key, val, time.Duration(ttlMs)*time.Millisecond)

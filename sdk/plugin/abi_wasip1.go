@@ -229,6 +229,14 @@ func hostKVGet(key string) ([]byte, bool) {
 	return readCopy(importKVGet, strPtr(key), uint32(len(key)))
 }
 
+func hostKVGetAppend(dst []byte, key string) ([]byte, bool) {
+	b, ok := readInto(importKVGet, strPtr(key), uint32(len(key)))
+	if !ok {
+		return dst, false
+	}
+	return append(dst, b...), true
+}
+
 var errKV = errors.New("host refused the key/value operation (see the host log)")
 
 func hostKVPut(key string, val []byte, ttlMs int64) error {

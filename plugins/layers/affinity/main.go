@@ -190,6 +190,7 @@ var (
 	hashIn   []byte     // the prefix being hashed
 	recBuf   []byte     // the request's record annotation; its key and saving are views of it
 	entryBuf []byte     // the entry being stored
+	entryIn  []byte     // the entry read
 	resKV    [5]wire.KV // the request phase's headers and annotations
 )
 
@@ -299,7 +300,8 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	kv := &resKV
 	n := 0
 	state, saved := stateNew, int64(0)
-	if v, ok := plugin.KVGet(key); ok {
+	if v, ok := plugin.KVGetAppend(entryIn[:0], key); ok {
+		entryIn = v // the entry's strings are views of it until the next request
 		if e, ok := decodeEntry(v); ok {
 			if e.model != req.Request.Model {
 				// The cached prefix belongs to another model.

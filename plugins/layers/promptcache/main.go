@@ -302,6 +302,10 @@ var scratchKV [6]wire.KV
 // sessionKey holds the kv key of a request's session.
 var sessionKey []byte
 
+// prevBuf receives the session's previous prefix hash, read on every
+// request with a session.
+var prevBuf []byte
+
 // prefixKey is "p:" and the hex of sum, built in one allocation.
 func prefixKey(sum []byte) string {
 	var b [2 + 2*16]byte
@@ -329,7 +333,8 @@ func prefixMatch(m *wire.Meta, sum []byte, pkey string) string {
 		sessionKey = append(append(sessionKey[:0], "s:"...), m.Session...)
 		key = unsafe.String(unsafe.SliceData(sessionKey), len(sessionKey))
 	}
-	prev, ok := plugin.KVGet(key)
+	prev, ok := plugin.KVGetAppend(prevBuf[:0], key)
+	prevBuf = prev
 	hit := ok && bytes.Equal(prev, sum)
 	if err := plugin.KVPut(key, sum, cfg.affinityTTL); err != nil {
 		plugin.Logf(plugin.LevelWarn, "promptcache: remembering the prefix failed: %v", err)

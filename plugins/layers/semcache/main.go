@@ -356,12 +356,17 @@ func storeScope(text string) plugin.VectorScope {
 	return plugin.TenantScope
 }
 
+// regimeBuf receives the regime read on every request (one buffer, not an
+// allocation per read).
+var regimeBuf []byte
+
 // invalidateOnRegimeChange drops market-analysis entries of the partitions
 // this tenant uses when the regime differs from the one the tenant last saw.
 // Each tenant notices on its own next request, so no global sweep is needed.
 func invalidateOnRegimeChange(regime string) {
 	const key = "regime"
-	prev, ok := plugin.KVGet(key)
+	prev, ok := plugin.KVGetAppend(regimeBuf[:0], key)
+	regimeBuf = prev
 	if ok && string(prev) == regime {
 		return
 	}
