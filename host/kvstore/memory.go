@@ -3,7 +3,6 @@
 package kvstore
 
 import (
-	"container/list"
 	"errors"
 	"strings"
 	"sync"
@@ -20,8 +19,8 @@ type Memory struct {
 	mu       sync.Mutex
 	capacity int64
 	used     int64
-	items    map[string]*list.Element
-	lru      list.List // front = most recently used
+	items    map[string]*entry
+	lru      entry // the ring's root: lru.next is the most recently used, lru.prev the least
 	now      func() time.Time
 	// spaces is what each key namespace (the key up to its first NUL: a
 	// plugin's name, as the sandbox prefixes every plugin's keys) holds,
@@ -35,15 +34,35 @@ type SpaceUse struct {
 	Entries, Bytes, Evicted int64
 }
 
+// entry is one key's value, linked into the LRU ring itself (no
+// container/list element beside it: one allocation a put, not two) and
+// holding its namespace's counters (no map lookup when it leaves).
 type entry struct {
-	key     string
-	val     []byte
-	expires time.Time // zero: never
+	key        string
+	val        []byte
+	expires    time.Time // zero: never
+	space      *SpaceUse
+	prev, next *entry
 }
 
 // NewMemory returns a store holding at most capacity bytes of keys and values.
 func NewMemory(capacity int64) *Memory {
-	return &Memory{capacity: capacity, items: make(map[string]*list.Element), now: time.Now, spaces: map[string]*SpaceUse{}}
+	m := &Memory{capacity: capacity, items: make(map[string]*entry), now: time.Now, spaces: map[string]*SpaceUse{}}
+	m.lru.next, m.lru.prev = &m.lru, &m.lru
+	return m
+}
+
+// unlink takes e out of the LRU ring.
+func (m *Memory) unlink(e *entry) {
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
+}
+
+// pushFront links e in as the most recently used.
+func (m *Memory) pushFront(e *entry) {
+	e.prev, e.next = &m.lru, m.lru.next
+	m.lru.next.prev = e
+	m.lru.next = e
 }
 
 // entryOverhead is what an entry costs the Go heap beyond its key's and
@@ -58,16 +77,18 @@ func size(key string, val []byte) int64 { return int64(len(key)+len(val)) + entr
 func (m *Memory) Get(key string) ([]byte, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	el, ok := m.items[key]
+	e, ok := m.items[key]
 	if !ok {
 		return nil, false
 	}
-	e := el.Value.(*entry)
 	if !e.expires.IsZero() && !m.now().Before(e.expires) {
-		m.remove(el)
+		m.remove(e)
 		return nil, false
 	}
-	m.lru.MoveToFront(el)
+	if m.lru.next != e {
+		m.unlink(e)
+		m.pushFront(e)
+	}
 	return e.val, true
 }
 
@@ -84,19 +105,21 @@ func (m *Memory) Put(key string, val []byte, ttl time.Duration) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if el, ok := m.items[key]; ok {
-		m.remove(el)
+	if e, ok := m.items[key]; ok {
+		m.remove(e)
 	}
 	for m.used+sz > m.capacity {
 		m.evict()
 	}
-	m.items[key] = m.lru.PushFront(&entry{key: key, val: val, expires: exp})
-	m.used += sz
 	sp := m.spaces[space(key)]
 	if sp == nil {
 		sp = &SpaceUse{}
 		m.spaces[strings.Clone(space(key))] = sp // not the key's bytes: the space outlives it
 	}
+	e := &entry{key: key, val: val, expires: exp, space: sp}
+	m.pushFront(e)
+	m.items[key] = e
+	m.used += sz
 	sp.Entries++
 	sp.Bytes += sz
 	return nil
@@ -106,8 +129,8 @@ func (m *Memory) Put(key string, val []byte, ttl time.Duration) error {
 func (m *Memory) Delete(key string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if el, ok := m.items[key]; ok {
-		m.remove(el)
+	if e, ok := m.items[key]; ok {
+		m.remove(e)
 	}
 	return nil
 }
@@ -121,9 +144,9 @@ func (m *Memory) DeletePrefix(prefix string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
-	for key, el := range m.items {
+	for key, e := range m.items {
 		if strings.HasPrefix(key, prefix) {
-			m.remove(el) // deleting the current key while ranging is allowed
+			m.remove(e) // deleting the current key while ranging is allowed
 			n++
 		}
 	}
@@ -155,25 +178,20 @@ func (m *Memory) Len() int {
 	return len(m.items)
 }
 
-func (m *Memory) remove(el *list.Element) {
-	e := el.Value.(*entry)
-	m.lru.Remove(el)
+func (m *Memory) remove(e *entry) {
+	m.unlink(e)
 	delete(m.items, e.key)
 	sz := size(e.key, e.val)
 	m.used -= sz
-	if sp := m.spaces[space(e.key)]; sp != nil {
-		sp.Entries--
-		sp.Bytes -= sz
-	}
+	e.space.Entries--
+	e.space.Bytes -= sz
 }
 
 // evict removes the least recently used key to make room.
 func (m *Memory) evict() {
-	el := m.lru.Back()
-	if sp := m.spaces[space(el.Value.(*entry).key)]; sp != nil {
-		sp.Evicted++
-	}
-	m.remove(el)
+	e := m.lru.prev
+	e.space.Evicted++
+	m.remove(e)
 }
 
 // space is a key's namespace: the key up to its first NUL ("" if none).

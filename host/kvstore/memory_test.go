@@ -126,8 +126,8 @@ func TestMemoryDeletePrefix(t *testing.T) {
 		t.Fatalf("removed %d", n)
 	}
 	// The empty prefix empties the store and its byte budget.
-	if n := m.DeletePrefix(""); n != 2 || m.Len() != 0 || m.used != 0 || m.lru.Len() != 0 {
-		t.Fatalf("removed %d, Len %d, used %d, lru %d", n, m.Len(), m.used, m.lru.Len())
+	if n := m.DeletePrefix(""); n != 2 || m.Len() != 0 || m.used != 0 || ringLen(t, m) != 0 {
+		t.Fatalf("removed %d, Len %d, used %d, lru %d", n, m.Len(), m.used, ringLen(t, m))
 	}
 }
 
@@ -216,5 +216,75 @@ func TestSpacesAccounting(t *testing.T) {
 	}
 	if got := testutil.CollectAndCount(m.Collector()); got != 3*len(sp)+1 {
 		t.Fatalf("%d series for %d spaces", got, len(sp))
+	}
+}
+
+// ringLen walks the LRU ring both ways, checking each link and that the
+// ring holds exactly the map's entries, and returns its length.
+func ringLen(t *testing.T, m *Memory) int {
+	t.Helper()
+	n := 0
+	for e := m.lru.next; e != &m.lru; e = e.next {
+		if e.next.prev != e || e.prev.next != e {
+			t.Fatalf("broken link at %q", e.key)
+		}
+		if m.items[e.key] != e {
+			t.Fatalf("ring entry %q is not the map's", e.key)
+		}
+		n++
+		if n > len(m.items) {
+			t.Fatalf("the ring holds more than the map's %d entries", len(m.items))
+		}
+	}
+	back := 0
+	for e := m.lru.prev; e != &m.lru; e = e.prev {
+		back++
+		if back > n {
+			t.Fatal("the ring is longer backwards than forwards")
+		}
+	}
+	if back != n || n != len(m.items) {
+		t.Fatalf("ring %d forwards, %d backwards, map %d", n, back, len(m.items))
+	}
+	return n
+}
+
+// TestMemoryRing: after a mix of puts, replacements, reads, deletes and
+// evictions, the ring is intact and in recency order.
+func TestMemoryRing(t *testing.T) {
+	m := NewMemory(8 * (entryOverhead + 10))
+	for i := range 20 {
+		k := fmt.Sprintf("p\x00k%03d", i%11)
+		mustPut(t, m, k, []byte("v"))
+		if i%3 == 0 {
+			m.Get(fmt.Sprintf("p\x00k%03d", (i+5)%11))
+		}
+		if i%7 == 0 {
+			m.Delete(fmt.Sprintf("p\x00k%03d", (i+2)%11))
+		}
+		ringLen(t, m)
+	}
+	// Most recent first: a read moves a key to the front, and the
+	// least recent is the next to go.
+	m = NewMemory(3 * (entryOverhead + 3))
+	for _, k := range []string{"a", "b", "c"} {
+		mustPut(t, m, k, []byte("v"))
+	}
+	m.Get("a")
+	mustPut(t, m, "d", []byte("v")) // evicts b, the least recent
+	mustGet(t, m, "b", false)
+	var order []string
+	for e := m.lru.next; e != &m.lru; e = e.next {
+		order = append(order, e.key)
+	}
+	if fmt.Sprint(order) != "[d a c]" {
+		t.Fatalf("recency order %v, want [d a c]", order)
+	}
+}
+
+func mustPut(t *testing.T, m *Memory, key string, val []byte) {
+	t.Helper()
+	if err := m.Put(key, val, 0); err != nil {
+		t.Fatalf("Put(%q): %v", key, err)
 	}
 }
