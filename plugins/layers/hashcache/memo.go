@@ -69,17 +69,51 @@ type pieceCall struct {
 // piece.
 type pieceMemo struct {
 	m     map[uint64]*piece
+	last  [memoSlots]*piece // by slot: the pieces of the instance's previous request
 	bytes int
 	hits  int // tests read it
 }
 
-func (p *pieceMemo) get(h uint64, in []byte) *piece {
+// memoSlots is how many places of a request remember their last piece:
+// the first system blocks, the tools, the first runs of messages.
+const memoSlots = 16
+
+// Slots: slotTools, then the system blocks from slotSystem, the runs of
+// messages from slotRuns; a later one has none.
+const (
+	slotTools  = 0
+	slotSystem = 1
+	slotRuns   = 4
+)
+
+// get returns the piece remembered for in, or nil. slot is where the
+// piece stands in its request (last holds the piece found there by the
+// instance's previous request): an agent resends its pieces in the same
+// places, so that one is compared first, and the sampled hash and the
+// map's lookup (about a microsecond inside wasm for the three or four
+// pieces of a request) are only paid when it differs.
+func (p *pieceMemo) get(slot int, in []byte) (*piece, uint64) {
+	if slot < len(p.last) {
+		if e := p.last[slot]; e != nil && memo.Equal(e.in, in) {
+			p.hits++
+			return e, 0
+		}
+	}
+	h := memo.Spread(in)
 	e := p.m[h]
 	if e == nil || !memo.Equal(e.in, in) {
-		return nil
+		return nil, h
 	}
 	p.hits++
-	return e
+	p.remember(slot, e)
+	return e, h
+}
+
+// remember notes e as the piece at slot.
+func (p *pieceMemo) remember(slot int, e *piece) {
+	if slot < len(p.last) {
+		p.last[slot] = e
+	}
 }
 
 func (p *pieceMemo) put(h uint64, e *piece) {
@@ -100,6 +134,7 @@ func (p *pieceMemo) reset() {
 	} else {
 		clear(p.m)
 	}
+	p.last = [memoSlots]*piece{}
 	p.bytes = 0
 }
 
@@ -141,21 +176,25 @@ func (k *keyBuilder) inputBlock(b *wire.Block) {
 // systemBlock appends a system block's canonical bytes, from the memo when
 // it was built before (and long enough to be worth it). Tool blocks (not expected in a system prompt) take
 // the plain path: they read and write the conversation's calls.
-func (k *keyBuilder) systemBlock(b *wire.Block) {
+func (k *keyBuilder) systemBlock(b *wire.Block, i int) {
 	if b.Type == wire.BlockToolUse || b.Type == wire.BlockToolResult || len(b.Text)+len(b.Data) < memoMinBytes {
 		k.block(b)
 		return
 	}
 	k.startInput(pieceSystem)
 	k.inputBlock(b)
-	h := memo.Spread(k.in)
-	if e := pieces.get(h, k.in); e != nil {
+	slot := memoSlots
+	if i < slotRuns-slotSystem {
+		slot = slotSystem + i
+	}
+	e, h := pieces.get(slot, k.in)
+	if e != nil {
 		k.usePiece(e)
 		return
 	}
 	at := len(k.buf)
 	k.block(b)
-	k.newPiece(h, at, len(k.calls), false)
+	k.newPiece(slot, h, at, len(k.calls), false)
 }
 
 // toolsSection appends the tool definitions' canonical bytes (see tools),
@@ -172,14 +211,14 @@ func (k *keyBuilder) toolsSection(ts []wire.Tool) {
 		k.in = appendStr(k.in, bstr(t.Schema))
 		k.in = appendStr(k.in, bstr(t.Extra))
 	}
-	h := memo.Spread(k.in)
-	if e := pieces.get(h, k.in); e != nil {
+	e, h := pieces.get(slotTools, k.in)
+	if e != nil {
 		k.usePiece(e)
 		return
 	}
 	at := len(k.buf)
 	k.tools(ts)
-	k.newPiece(h, at, len(k.calls), false)
+	k.newPiece(slotTools, h, at, len(k.calls), false)
 }
 
 // messages appends the messages' canonical bytes. They are taken in runs,
@@ -189,6 +228,7 @@ func (k *keyBuilder) toolsSection(ts []wire.Tool) {
 // conversation grows its runs stay the same and are found in the memo;
 // only the newest messages are normalized again.
 func (k *keyBuilder) messages(ms []wire.Message) {
+	run := 0
 	for i := 0; i < len(ms); {
 		j, size := i, 0
 		for j < len(ms) && size < memoMinBytes {
@@ -207,15 +247,16 @@ func (k *keyBuilder) messages(ms []wire.Message) {
 			}
 			return
 		}
-		k.run(ms[i:j])
+		k.run(ms[i:j], slotRuns+run)
 		i = j
+		run++
 	}
 }
 
 // run appends a run of messages, from the memo when the same messages came
 // before with their tool results answering the same calls (a result is
 // named by the call it answers, which may be in an earlier message).
-func (k *keyBuilder) run(ms []wire.Message) {
+func (k *keyBuilder) run(ms []wire.Message, slot int) {
 	k.startInput(pieceMessages)
 	k.in = binary.AppendUvarint(k.in, uint64(len(ms)))
 	for i := range ms {
@@ -240,8 +281,8 @@ func (k *keyBuilder) run(ms []wire.Message) {
 			}
 		}
 	}
-	h := memo.Spread(k.in)
-	if e := pieces.get(h, k.in); e != nil {
+	e, h := pieces.get(min(slot, memoSlots), k.in)
+	if e != nil {
 		k.usePiece(e)
 		for _, c := range e.calls {
 			a := len(k.arena)
@@ -254,7 +295,7 @@ func (k *keyBuilder) run(ms []wire.Message) {
 	for i := range ms {
 		k.plainMessage(&ms[i])
 	}
-	k.newPiece(h, at, calls, true)
+	k.newPiece(min(slot, memoSlots), h, at, calls, true)
 }
 
 // usePiece appends a remembered piece: its digest.
@@ -267,9 +308,9 @@ func (k *keyBuilder) usePiece(e *piece) {
 // newPiece replaces the canonical bytes written since at by their digest
 // (the host's SHA-256) and remembers it, with the calls made since calls,
 // under the input in k.in (copied: the input and the request's strings
-// are the call's). inMessages: the piece is a message, whose words the
-// volatile markers are looked for in.
-func (k *keyBuilder) newPiece(h uint64, at, calls int, inMessages bool) {
+// are the call's), and as the piece at slot. inMessages: the piece is a
+// message, whose words the volatile markers are looked for in.
+func (k *keyBuilder) newPiece(slot int, h uint64, at, calls int, inMessages bool) {
 	e := &piece{in: append([]byte(nil), k.in...), sum: plugin.SHA256(k.buf[at:])}
 	if inMessages && k.markers != nil {
 		e.marker = hasMarker(k.buf[at:], k.markers)
@@ -281,6 +322,7 @@ func (k *keyBuilder) newPiece(h uint64, at, calls int, inMessages bool) {
 	k.buf = k.buf[:at]
 	k.usePiece(e)
 	pieces.put(h, e)
+	pieces.remember(slot, e)
 }
 
 // text appends s normalized to the canonical string.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bardoinference/bardo/sdk/memo"
 	"github.com/bardoinference/bardo/sdk/plugintest"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
@@ -142,15 +143,28 @@ func TestMemoMatchesFresh(t *testing.T) {
 }
 
 // Two inputs under one hash: the lookup compares the input, so the other
-// is a miss, never the first one's piece.
+// is a miss, never the first one's piece; and so does the slot's last
+// piece, tried first.
 func TestMemoCollisionIsAMiss(t *testing.T) {
 	var p pieceMemo
-	p.put(42, &piece{in: []byte("Mone"), sum: [32]byte{1}})
-	if p.get(42, []byte("Mtwo")) != nil {
+	p.put(memo.Spread([]byte("Mtwo")), &piece{in: []byte("Mone"), sum: [32]byte{1}})
+	if e, _ := p.get(memoSlots, []byte("Mtwo")); e != nil {
 		t.Fatal("another input under the same hash got its piece")
 	}
-	if e := p.get(42, []byte("Mone")); e == nil || e.sum[0] != 1 {
+	p.put(memo.Spread([]byte("Mone")), &piece{in: []byte("Mone"), sum: [32]byte{1}})
+	if e, _ := p.get(slotRuns, []byte("Mone")); e == nil || e.sum[0] != 1 {
 		t.Fatal("the input itself missed")
+	}
+	// The slot now holds Mone's piece: another tenant's input, or another
+	// text, at that slot is looked up, not given it.
+	if p.last[slotRuns] == nil {
+		t.Fatal("the slot did not remember the piece found")
+	}
+	if e, _ := p.get(slotRuns, []byte("Mon")); e != nil {
+		t.Fatal("the slot's piece answered another input")
+	}
+	if e, _ := p.get(slotRuns, []byte("Mone")); e == nil {
+		t.Fatal("the slot's piece missed its own input")
 	}
 }
 

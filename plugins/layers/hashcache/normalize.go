@@ -430,7 +430,7 @@ func (k *keyBuilder) build(req *wire.Request) []byte {
 	k.buf = append(k.buf, sepSection, 'S')
 	for i := range req.System {
 		k.buf = append(k.buf, sepBlock)
-		k.systemBlock(&req.System[i])
+		k.systemBlock(&req.System[i], i)
 	}
 
 	k.buf = append(k.buf, sepSection, 'M')

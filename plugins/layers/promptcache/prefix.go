@@ -32,15 +32,23 @@ type prefix struct {
 var (
 	prefixes     = map[uint64]*prefix{}
 	prefixesSize int
-	fresh        prefix // a prefix not remembered (too large to keep)
+	fresh        prefix  // a prefix not remembered (too large to keep)
+	lastPrefix   *prefix // the one the instance's previous request found or remembered
 )
 
 // prefixOf returns what is derived from the prefix buf[at:] (buf[:at] is
 // the tenant, length-prefixed, and model's length); model is the length of the model and its separator,
 // which the sizes leave out. The result is valid until the next call.
 func prefixOf(buf []byte, at, model int) *prefix {
+	// An agent resends its prefix every turn: the instance's previous one
+	// is compared first, and the sampled hash and the map's lookup are
+	// only paid when it differs.
+	if p := lastPrefix; p != nil && memo.Equal(p.in, buf) {
+		return p
+	}
 	h := memo.Spread(buf)
 	if p := prefixes[h]; p != nil && memo.Equal(p.in, buf) {
+		lastPrefix = p
 		return p
 	}
 	size := int64(len(buf) - at - model)
@@ -58,6 +66,7 @@ func prefixOf(buf []byte, at, model int) *prefix {
 	}
 	p.in = append([]byte(nil), buf...)
 	prefixes[h] = p
+	lastPrefix = p
 	prefixesSize += len(buf) + 256
 	return p
 }
