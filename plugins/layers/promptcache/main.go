@@ -165,128 +165,55 @@ func onRequest(in *wire.LayerRequest, res *wire.LayerResult) error {
 	// would start a new prefix. A caller who placed its own breakpoint among
 	// the tools chose their layout; it is kept.
 	tools := req.Tools
-	if cfg.sortTools && len(tools) > 1 && !toolsSorted(tools) && !toolsMarked(tools) {
-		tools = slices.Clone(tools)
-		slices.SortStableFunc(tools, func(a, b wire.Tool) int { return strings.Compare(a.Name, b.Name) })
-		patched |= wire.PartTools
-		plugin.CounterAdd(metricToolsReordered, 1)
+	if cfg.sortTools && len(tools) > 1 && !toolsSorted(tools) {
+		tools, patched = sortTools(tools)
 	}
 
 	// The system prompt up to its first volatile block (a timestamp or a
 	// UUID in it) is stable. Optionally, volatile blocks move after the
 	// stable ones, unless the caller placed breakpoints in the system prompt.
 	sys := req.System
-	stable := len(sys)
-	for i := range sys {
-		if volatile(&sys[i]) {
-			stable = i
-			break
-		}
-	}
-	if cfg.moveVolatile && stable < len(sys) && !blocksMarked(sys) {
-		if moved, n := moveVolatile(sys); n > stable {
-			sys, stable = moved, n
-			patched |= wire.PartSystem
-			plugin.CounterAdd(metricSystemMoved, 1)
-		}
+	stable := stableBlocks(sys)
+	if cfg.moveVolatile && stable < len(sys) {
+		sys, stable, patched = moveSystem(sys, stable, patched)
 	}
 
-	// The stable prefix: model, tools, stable system blocks; after the
-	// tenant, length-prefixed, the memo's partition (prefix.go), and the
-	// model's length (the sizes leave it out), which are not hashed.
-	buf = binary.AppendUvarint(buf[:0], uint64(len(in.Meta.Tenant)))
-	buf = append(buf, in.Meta.Tenant...)
-	buf = binary.AppendUvarint(buf, uint64(len(req.Model)))
-	at := len(buf)
-	buf = append(buf, req.Model...)
-	buf = append(buf, 0)
-	for i := range tools {
-		t := &tools[i]
-		buf = append(buf, t.Name...)
-		buf = append(buf, 0x1f)
-		buf = append(buf, t.Description...)
-		buf = append(buf, 0x1f)
-		buf = append(buf, t.Schema...)
-		buf = append(buf, 0x1e)
-	}
-	buf = append(buf, 0x1d)
-	for i := range sys[:stable] {
-		buf = strconv.AppendInt(buf, int64(sys[i].Type), 10)
-		buf = append(buf, ':')
-		buf = append(buf, sys[i].Text...)
-		buf = append(buf, sys[i].Data...)
-		buf = append(buf, 0x1e)
-	}
-	p := prefixOf(buf, at, len(req.Model)+1)
-	prefixTokens := p.tokens
-	sum := &p.sum
+	p := stablePrefix(in.Meta.Tenant, req.Model, tools, sys[:stable])
 
-	// Breakpoints, Anthropic only: the last stable system block (it caches
-	// tools and system), the last tool (tools survive a system change),
-	// then the last turn before the newest message (the conversation so
-	// far). Never more than four in all, the caller's own included.
+	// Breakpoints, Anthropic only (out of line: inside wasm every jump of
+	// a function is a dispatch through its one jump table, whose cost
+	// grows with the function's size).
 	added := 0
 	if target == wire.DialectAnthropic {
-		slots := maxBreakpoints - countMarks(sys, tools, req.Messages)
-		if slots > 0 && prefixTokens >= cfg.minPrefixTokens && stable > 0 && markable(&sys[stable-1]) {
-			if patched&wire.PartSystem == 0 {
-				sys = slices.Clone(sys)
-			}
-			sys[stable-1].CacheControl = cfg.cacheControl
-			patched |= wire.PartSystem
-			slots--
-			added++
-		}
-		if n := len(tools); slots > 0 && prefixTokens >= cfg.minPrefixTokens && n > 0 && tools[n-1].CacheControl == nil {
-			if patched&wire.PartTools == 0 {
-				tools = slices.Clone(tools)
-			}
-			tools[n-1].CacheControl = cfg.cacheControl
-			patched |= wire.PartTools
-			slots--
-			added++
-		}
-		if slots > 0 && cfg.cacheTurns && len(req.Messages) >= 3 {
-			turn := &req.Messages[len(req.Messages)-2]
-			if b := lastMarkable(turn.Content); b >= 0 && turn.Content[b].CacheControl == nil &&
-				prefixTokens+historyBytes(req.Messages[:len(req.Messages)-1])/4 >= cfg.minPrefixTokens {
-				turn.Content[b].CacheControl = cfg.cacheControl
-				patched |= wire.PartMessages
-				added++
-			}
-		}
+		sys, tools, added, patched = breakpoints(req, sys, tools, stable, p.tokens, patched)
 	}
 
 	// prompt_cache_key (OpenAI, Venice): not for Anthropic, whose API
 	// refuses unknown top-level fields.
 	extra := req.Extra
-	if cfg.promptCacheKey && target != wire.DialectAnthropic && !jsonscan.HasMember(extra, "prompt_cache_key") {
-		extra = withMember(extra, "prompt_cache_key", "bardo-"+hex.EncodeToString(sum[:12]))
-		patched |= wire.PartExtra
-		plugin.CounterAdd(metricCacheKeys, 1)
+	if cfg.promptCacheKey && target != wire.DialectAnthropic {
+		extra, patched = cacheKey(extra, &p.sum, patched)
 	}
 
 	// "p:" and the hash's hex, in one string: the hex is the prefix_hash
 	// annotation, the whole the key of a request without a session.
 	pkey := p.key
-	hashHex := pkey[2:]
-	match := prefixMatch(&in.Meta, sum[:16], pkey)
+	match := prefixMatch(&in.Meta, p.sum[:16], pkey)
 
 	res.Patched = patched
 	res.Request.System, res.Request.Tools, res.Request.ToolChoice = sys, tools, req.ToolChoice
 	res.Request.Messages, res.Request.Extra = req.Messages, extra
-	tokens := p.tokensText
 	// The result is encoded before the next call begins, so its headers
 	// and annotations can live in one kept array (inside wasm each
 	// allocation costs about a microsecond).
 	kv := &scratchKV
 	*kv = [6]wire.KV{
-		{Key: HeaderPrefixTokens, Value: tokens},
+		{Key: HeaderPrefixTokens, Value: p.tokensText},
 		{Key: HeaderPrefixBytes, Value: p.bytesText},
 		{Key: HeaderPrefixMatch, Value: match},
 		{Key: HeaderBreakpoints, Value: strconv.Itoa(added)},
-		{Key: AnnotationPrefixHash, Value: hashHex},
-		{Key: AnnotationPrefixTokens, Value: tokens},
+		{Key: AnnotationPrefixHash, Value: pkey[2:]},
+		{Key: AnnotationPrefixTokens, Value: p.tokensText},
 	}
 	res.Headers = kv[:4:4]
 	res.Annotations = kv[4:6:6]
@@ -294,6 +221,128 @@ func onRequest(in *wire.LayerRequest, res *wire.LayerResult) error {
 		plugin.CounterAdd(metricBreakpoints, float64(added))
 	}
 	return nil
+}
+
+// sortTools returns the tools in name order, unless the caller marked one.
+//
+//go:noinline
+func sortTools(tools []wire.Tool) ([]wire.Tool, wire.Part) {
+	if toolsMarked(tools) {
+		return tools, 0
+	}
+	tools = slices.Clone(tools)
+	slices.SortStableFunc(tools, func(a, b wire.Tool) int { return strings.Compare(a.Name, b.Name) })
+	plugin.CounterAdd(metricToolsReordered, 1)
+	return tools, wire.PartTools
+}
+
+// stableBlocks returns how many system blocks come before the first
+// volatile one.
+func stableBlocks(sys []wire.Block) int {
+	for i := range sys {
+		if volatile(&sys[i]) {
+			return i
+		}
+	}
+	return len(sys)
+}
+
+// moveSystem moves the volatile system blocks after the stable ones,
+// unless the caller marked a system block.
+//
+//go:noinline
+func moveSystem(sys []wire.Block, stable int, patched wire.Part) ([]wire.Block, int, wire.Part) {
+	if blocksMarked(sys) {
+		return sys, stable, patched
+	}
+	if moved, n := moveVolatile(sys); n > stable {
+		plugin.CounterAdd(metricSystemMoved, 1)
+		return moved, n, patched | wire.PartSystem
+	}
+	return sys, stable, patched
+}
+
+// stablePrefix builds the stable prefix (model, tools, stable system
+// blocks) in buf, after the tenant, length-prefixed, the memo's partition
+// (prefix.go), and the model's length (the sizes leave it out), which are
+// not hashed, and returns what is derived from it.
+func stablePrefix(tenant, model string, tools []wire.Tool, sys []wire.Block) *prefix {
+	b := binary.AppendUvarint(buf[:0], uint64(len(tenant)))
+	b = append(b, tenant...)
+	b = binary.AppendUvarint(b, uint64(len(model)))
+	at := len(b)
+	b = append(b, model...)
+	b = append(b, 0)
+	for i := range tools {
+		t := &tools[i]
+		b = append(b, t.Name...)
+		b = append(b, 0x1f)
+		b = append(b, t.Description...)
+		b = append(b, 0x1f)
+		b = append(b, t.Schema...)
+		b = append(b, 0x1e)
+	}
+	b = append(b, 0x1d)
+	for i := range sys {
+		b = strconv.AppendInt(b, int64(sys[i].Type), 10)
+		b = append(b, ':')
+		b = append(b, sys[i].Text...)
+		b = append(b, sys[i].Data...)
+		b = append(b, 0x1e)
+	}
+	buf = b
+	return prefixOf(b, at, len(model)+1)
+}
+
+// breakpoints adds Anthropic breakpoints: the last stable system block (it
+// caches tools and system), the last tool (tools survive a system
+// change), then the last turn before the newest message (the conversation
+// so far). Never more than four in all, the caller's own included.
+//
+//go:noinline
+func breakpoints(req *wire.Request, sys []wire.Block, tools []wire.Tool, stable int, prefixTokens int64, patched wire.Part) ([]wire.Block, []wire.Tool, int, wire.Part) {
+	added := 0
+	slots := maxBreakpoints - countMarks(sys, tools, req.Messages)
+	if slots > 0 && prefixTokens >= cfg.minPrefixTokens && stable > 0 && markable(&sys[stable-1]) {
+		if patched&wire.PartSystem == 0 {
+			sys = slices.Clone(sys)
+		}
+		sys[stable-1].CacheControl = cfg.cacheControl
+		patched |= wire.PartSystem
+		slots--
+		added++
+	}
+	if n := len(tools); slots > 0 && prefixTokens >= cfg.minPrefixTokens && n > 0 && tools[n-1].CacheControl == nil {
+		if patched&wire.PartTools == 0 {
+			tools = slices.Clone(tools)
+		}
+		tools[n-1].CacheControl = cfg.cacheControl
+		patched |= wire.PartTools
+		slots--
+		added++
+	}
+	if slots > 0 && cfg.cacheTurns && len(req.Messages) >= 3 {
+		turn := &req.Messages[len(req.Messages)-2]
+		if b := lastMarkable(turn.Content); b >= 0 && turn.Content[b].CacheControl == nil &&
+			prefixTokens+historyBytes(req.Messages[:len(req.Messages)-1])/4 >= cfg.minPrefixTokens {
+			turn.Content[b].CacheControl = cfg.cacheControl
+			patched |= wire.PartMessages
+			added++
+		}
+	}
+	return sys, tools, added, patched
+}
+
+// cacheKey adds prompt_cache_key to the request's extra fields, unless the
+// caller set its own.
+//
+//go:noinline
+func cacheKey(extra []byte, sum *[32]byte, patched wire.Part) ([]byte, wire.Part) {
+	if jsonscan.HasMember(extra, "prompt_cache_key") {
+		return extra, patched
+	}
+	plugin.CounterAdd(metricCacheKeys, 1)
+	return withMember(extra, "prompt_cache_key", "bardo-"+hex.EncodeToString(sum[:12])), patched | wire.PartExtra
 }
 
 // scratchKV holds a result's headers and annotations until it is encoded.
@@ -320,24 +369,15 @@ func prefixKey(sum []byte) string {
 // affinity_ttl, which is refreshed on every request like a provider's
 // cache.
 func prefixMatch(m *wire.Meta, sum []byte, pkey string) string {
-	// The session's key is built in a kept buffer: the host copies it.
-	var key string
-	switch {
-	case m.Session == "":
-		key = pkey
-	case len(m.Session) > 200:
-		s := plugin.SHA256([]byte(m.Session))
-		sessionKey = hex.AppendEncode(append(sessionKey[:0], "s#"...), s[:16])
-		key = unsafe.String(unsafe.SliceData(sessionKey), len(sessionKey))
-	default:
-		sessionKey = append(append(sessionKey[:0], "s:"...), m.Session...)
-		key = unsafe.String(unsafe.SliceData(sessionKey), len(sessionKey))
+	key := pkey
+	if m.Session != "" {
+		key = sessionKeyOf(m.Session)
 	}
 	prev, ok := plugin.KVGetAppend(prevBuf[:0], key)
 	prevBuf = prev
 	hit := ok && bytes.Equal(prev, sum)
 	if err := plugin.KVPut(key, sum, cfg.affinityTTL); err != nil {
-		plugin.Logf(plugin.LevelWarn, "promptcache: remembering the prefix failed: %v", err)
+		putFailed(err)
 	}
 	if hit {
 		plugin.CounterAdd(metricPrefixHits, 1)
@@ -345,6 +385,26 @@ func prefixMatch(m *wire.Meta, sum []byte, pkey string) string {
 	}
 	plugin.CounterAdd(metricPrefixMisses, 1)
 	return "miss"
+}
+
+// sessionKeyOf returns the kv key of a session, built in a kept buffer
+// (the host copies it): "s:" and the session, or "s#" and the hex of its
+// hash when it is long.
+//
+//go:noinline
+func sessionKeyOf(session string) string {
+	if len(session) > 200 {
+		s := plugin.SHA256([]byte(session))
+		sessionKey = hex.AppendEncode(append(sessionKey[:0], "s#"...), s[:16])
+	} else {
+		sessionKey = append(append(sessionKey[:0], "s:"...), session...)
+	}
+	return unsafe.String(unsafe.SliceData(sessionKey), len(sessionKey))
+}
+
+//go:noinline
+func putFailed(err error) {
+	plugin.Logf(plugin.LevelWarn, "promptcache: remembering the prefix failed: %v", err)
 }
 
 func toolsSorted(ts []wire.Tool) bool {
