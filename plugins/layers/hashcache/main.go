@@ -317,25 +317,8 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	if cfg.ttlStatic > 0 && !keys.volatile {
 		ttl, ttlMs = cfg.ttlStatic, cfg.ttlStaticMs
 	}
-	if v, ok := kvGet(skey); ok {
-		resp, storedMs, err := respcache.DecodeEntry(v)
-		// An entry past its TTL is kept only for the fallback phase
-		// (stale_if_error): here it is a miss, and the answer that
-		// replaces it is stored over it.
-		if err == nil && plugin.Now().UnixMilli()-storedMs < ttl.Milliseconds() {
-			// A fresh id in the caller's dialect: the host makes one for an
-			// answer that has none.
-			saved := respcache.Answer(res, &resp, respcache.VerdictHashHit, storedMs, plugin.Now().UnixMilli(), cfg.pace)
-			res.SkipAnswer = true // a hit is not stored again
-			plugin.CounterAdd(metricHits, 1)
-			plugin.CounterAdd(metricSavedTokens, float64(saved))
-			return nil
-		}
-		if err != nil {
-			// An entry this version cannot read: drop it and treat as a miss.
-			kvDelete(skey)
-			plugin.CounterAdd(metricErrors, 1)
-		}
+	if v, ok := kvGet(skey); ok && serve(res, v, skey, ttl) {
+		return nil
 	}
 
 	kv[1] = wire.KV{Key: HeaderCache, Value: "miss"}
@@ -345,6 +328,35 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	res.Annotations = kv[2:4:4]
 	plugin.CounterAdd(metricMisses, 1)
 	return nil
+}
+
+// serve answers the request with the entry v found under skey, if it is
+// within ttl, and reports whether it did. Out of line, like every path a
+// miss does not take: inside wasm every jump of a function is a dispatch
+// through its one jump table, whose cost grows with the function's size.
+//
+//go:noinline
+func serve(res *wire.LayerResult, v []byte, skey string, ttl time.Duration) bool {
+	resp, storedMs, err := respcache.DecodeEntry(v)
+	if err != nil {
+		// An entry this version cannot read: drop it and treat as a miss.
+		kvDelete(skey)
+		plugin.CounterAdd(metricErrors, 1)
+		return false
+	}
+	// An entry past its TTL is kept only for the fallback phase
+	// (stale_if_error): here it is a miss, and the answer that replaces
+	// it is stored over it.
+	if plugin.Now().UnixMilli()-storedMs >= ttl.Milliseconds() {
+		return false
+	}
+	// A fresh id in the caller's dialect: the host makes one for an
+	// answer that has none.
+	saved := respcache.Answer(res, &resp, respcache.VerdictHashHit, storedMs, plugin.Now().UnixMilli(), cfg.pace)
+	res.SkipAnswer = true // a hit is not stored again
+	plugin.CounterAdd(metricHits, 1)
+	plugin.CounterAdd(metricSavedTokens, float64(saved))
+	return true
 }
 
 // missOf returns the key and TTL the request phase chose for this request, or

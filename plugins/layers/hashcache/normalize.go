@@ -446,19 +446,27 @@ func (k *keyBuilder) build(req *wire.Request) []byte {
 
 	k.buf = append(k.buf, sepSection, 'X')
 	if len(req.Extra) > 0 {
-		jsonscan.EachMember(req.Extra, func(key, val []byte) {
-			for _, ig := range k.ignore {
-				if string(key) == ig {
-					return
-				}
-			}
-			k.buf = append(k.buf, sepBlock)
-			k.text(bstr(key))
-			k.buf = append(k.buf, sepField)
-			k.text(bstr(val))
-		})
+		k.extra(req.Extra)
 	}
 	return k.buf
+}
+
+// extra appends the request's top-level members the canonical model does
+// not name, but the ignored ones.
+//
+//go:noinline
+func (k *keyBuilder) extra(extra []byte) {
+	jsonscan.EachMember(extra, func(key, val []byte) {
+		for _, ig := range k.ignore {
+			if string(key) == ig {
+				return
+			}
+		}
+		k.buf = append(k.buf, sepBlock)
+		k.text(bstr(key))
+		k.buf = append(k.buf, sepField)
+		k.text(bstr(val))
+	})
 }
 
 // plainMessage appends a message's canonical bytes, normalizing it.
@@ -533,42 +541,68 @@ func (k *keyBuilder) block(b *wire.Block) {
 		k.buf = append(k.buf, 'k')
 		k.text(b.Text)
 	case wire.BlockToolUse:
-		k.buf = append(k.buf, 'u')
-		k.text(b.Name)
-		k.buf = append(k.buf, sepField)
-		s := len(k.buf)
-		k.text(bstr(b.Data))
-		a := len(k.arena)
-		k.arena = append(k.arena, k.buf[s:]...)
-		k.calls = append(k.calls, call{id: b.ID, name: b.Name, in: [2]int{a, len(k.arena)}})
+		k.toolUse(b)
 	case wire.BlockToolResult:
-		k.buf = append(k.buf, 'r')
-		if i := k.callOf(b.ID); i >= 0 {
-			k.text(k.calls[i].name)
-			k.buf = append(k.buf, sepField)
-			k.buf = append(k.buf, k.arena[k.calls[i].in[0]:k.calls[i].in[1]]...)
-		}
+		k.toolResult(b)
+	default:
+		k.opaque(b)
+	}
+	if len(b.Extra) > 0 {
+		k.nested(b.Extra)
+	}
+}
+
+// toolUse appends a tool_use block and notes the call, so its results can
+// be named. (block's cases are out of line: inside wasm every jump of a
+// function is a dispatch through its one jump table, whose cost grows
+// with the function's size.)
+//
+//go:noinline
+func (k *keyBuilder) toolUse(b *wire.Block) {
+	k.buf = append(k.buf, 'u')
+	k.text(b.Name)
+	k.buf = append(k.buf, sepField)
+	s := len(k.buf)
+	k.text(bstr(b.Data))
+	a := len(k.arena)
+	k.arena = append(k.arena, k.buf[s:]...)
+	k.calls = append(k.calls, call{id: b.ID, name: b.Name, in: [2]int{a, len(k.arena)}})
+}
+
+// toolResult appends a tool_result block, named by the call it answers.
+//
+//go:noinline
+func (k *keyBuilder) toolResult(b *wire.Block) {
+	k.buf = append(k.buf, 'r')
+	if i := k.callOf(b.ID); i >= 0 {
+		k.text(k.calls[i].name)
+		k.buf = append(k.buf, sepField)
+		k.buf = append(k.buf, k.arena[k.calls[i].in[0]:k.calls[i].in[1]]...)
+	}
+	k.buf = append(k.buf, sepField)
+	k.text(b.Text)
+	if len(b.Data) > 0 {
+		k.buf = append(k.buf, sepField)
+		k.text(bstr(b.Data))
+	}
+	if b.IsError {
+		k.buf = append(k.buf, sepField, 'E')
+	}
+}
+
+// opaque appends an image, a document, redacted thinking or an unknown
+// block.
+//
+//go:noinline
+func (k *keyBuilder) opaque(b *wire.Block) {
+	k.buf = append(k.buf, 'o')
+	k.buf = strconv.AppendInt(k.buf, int64(b.Type), 10)
+	k.buf = append(k.buf, sepField)
+	k.buf = raw(k.buf, b.Data)
+	if b.Text != "" {
 		k.buf = append(k.buf, sepField)
 		k.text(b.Text)
-		if len(b.Data) > 0 {
-			k.buf = append(k.buf, sepField)
-			k.text(bstr(b.Data))
-		}
-		if b.IsError {
-			k.buf = append(k.buf, sepField, 'E')
-		}
-	default:
-		// Images, documents, redacted thinking, unknown blocks: opaque.
-		k.buf = append(k.buf, 'o')
-		k.buf = strconv.AppendInt(k.buf, int64(b.Type), 10)
-		k.buf = append(k.buf, sepField)
-		k.buf = raw(k.buf, b.Data)
-		if b.Text != "" {
-			k.buf = append(k.buf, sepField)
-			k.text(b.Text)
-		}
 	}
-	k.nested(b.Extra)
 }
 
 // tools appends the tool definitions in name order: the order in which tools
