@@ -482,7 +482,7 @@ func onRequest(req *wire.LayerRequest, res *wire.LayerResult) error {
 	res.Headers = append(res.Headers, wire.KV{Key: HeaderCache, Value: "miss"})
 	res.SkipAnswer = false
 	// Nothing else annotates a miss: the slice can be scratch too.
-	res.Annotations = append(scratch.anns[:0], wire.KV{Key: AnnotationMiss, Value: encodeMiss(miss{
+	res.Annotations = append(scratch.anns[:0], wire.KV{Key: AnnotationMiss, Value: encodeMiss(&miss{
 		id: id, key: keys.of(storeScope(text), qkey, market), vec: vec, ctx: ctx, text: text,
 		ttl: ttl})})
 	scratch.anns = res.Annotations[:0]
@@ -819,33 +819,88 @@ type miss struct {
 // vector (base64 of its little-endian float32s; none in the strict mode)
 // and the question, as they are. Inside wasm, base64 and the wire encoding
 // of the whole miss (and their decoding in the answer phase) cost a loop
-// step every few bytes of the question. The value lives in scratch until
-// the next encodeMiss: the result that carries it is encoded before the
-// next call.
-func encodeMiss(m miss) string {
+// step every few bytes of the question. The numbers are written by
+// appendDec and the vector's steps are skipped when there is none:
+// strconv.AppendInt, a loop over the lengths and base64's calls for an
+// empty vector cost ~0.5 µs a miss (hot, under wazero). The value lives in
+// scratch until the next encodeMiss: the result that carries it is encoded
+// before the next call.
+func encodeMiss(m *miss) string {
+	b := appendTTL(scratch.miss[:0], m.ttl)
+	b = appendDec(append(b, ','), uint64(len(m.key)))
+	b = appendDec(append(b, ','), uint64(len(m.ctx)))
+	b = appendDec(append(b, ','), uint64(len(m.id)))
+	if len(m.vec) > 0 {
+		b = appendMissVec(b, m)
+	} else {
+		b = append(b, ",0,"...)
+		b = append(b, m.key...)
+		b = append(b, m.ctx...)
+		b = append(b, m.id...)
+	}
+	b = append(b, m.text...)
+	scratch.miss = b
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// appendMissVec is encodeMiss's tail from the vector's length to the
+// vector, out of line: the strict mode has none, and inside wasm every
+// block of a function is a dispatch through its one br_table.
+//
+//go:noinline
+func appendMissVec(b []byte, m *miss) []byte {
 	vb := scratch.vec[:0]
 	for _, f := range m.vec {
 		vb = binary.LittleEndian.AppendUint32(vb, math.Float32bits(f))
 	}
 	scratch.vec = vb[:0]
 	nv := base64.RawStdEncoding.EncodedLen(len(vb))
-	b := scratch.miss[:0]
-	b = strconv.AppendInt(b, m.ttl.Milliseconds(), 10)
-	for _, n := range [...]int{len(m.key), len(m.ctx), len(m.id), nv} {
-		b = strconv.AppendInt(append(b, ','), int64(n), 10)
-	}
+	b = appendDec(append(b, ','), uint64(nv))
 	b = append(b, ',')
 	b = append(b, m.key...)
 	b = append(b, m.ctx...)
 	b = append(b, m.id...)
-	if nv > 0 {
-		at := len(b)
-		b = slices.Grow(b, nv)[:at+nv]
-		base64.RawStdEncoding.Encode(b[at:], vb)
+	at := len(b)
+	b = slices.Grow(b, nv)[:at+nv]
+	base64.RawStdEncoding.Encode(b[at:], vb)
+	return b
+}
+
+// appendDec appends n in decimal, as strconv.AppendUint(b, n, 10) does.
+// A miss's lengths are under 100: their digits are stored bytes, not a
+// memmove of strconv's small strings, nor, inside wasm, where a division
+// by ten is a real division, a loop of them.
+func appendDec(b []byte, n uint64) []byte {
+	switch {
+	case n < 10:
+		return append(b, byte('0'+n))
+	case n < 100:
+		return append(b, tens[n], byte('0'+n-10*uint64(tens[n]-'0')))
 	}
-	b = append(b, m.text...)
-	scratch.miss = b
-	return unsafe.String(unsafe.SliceData(b), len(b))
+	return strconv.AppendUint(b, n, 10)
+}
+
+// tens is the tens digit of each number under 100.
+var tens = func() (t [100]byte) {
+	for i := range t {
+		t[i] = byte('0' + i/10)
+	}
+	return t
+}()
+
+// appendTTL appends ttl in milliseconds, in decimal: a request's TTL is
+// one of the regimes' few, so the last one's digits are kept.
+func appendTTL(b []byte, ttl time.Duration) []byte {
+	if ttl != lastTTL.d || lastTTL.dec == nil {
+		lastTTL.d = ttl
+		lastTTL.dec = strconv.AppendUint(lastTTL.dec[:0], uint64(max(ttl.Milliseconds(), 0)), 10)
+	}
+	return append(b, lastTTL.dec...)
+}
+
+var lastTTL struct {
+	d   time.Duration
+	dec []byte
 }
 
 // decodeMiss unpacks encodeMiss's value; the miss's strings view s.

@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,12 +36,12 @@ func TestPrivate(t *testing.T) {
 
 func TestMissRoundTrip(t *testing.T) {
 	m := miss{id: "abc", key: "q:abc", vec: []float32{0.5, -0.25, 1}, ctx: "0123abcd", text: "supply USDC to Morpho", ttl: 90 * time.Second}
-	got, ok := decodeMiss(encodeMiss(m))
+	got, ok := decodeMiss(encodeMiss(&m))
 	if !ok || got.id != m.id || got.key != m.key || got.ctx != m.ctx || got.text != m.text || got.ttl != m.ttl ||
 		len(got.vec) != 3 || got.vec[1] != -0.25 {
 		t.Fatalf("round trip: %+v %v", got, ok)
 	}
-	enc := encodeMiss(m)
+	enc := encodeMiss(&m)
 	for _, bad := range []string{"", "!!!", enc[:10], "1,2,3,4,5", "1,0,0,0,0,", ",5,0,0,0,q:abc", "1,5,0,0,0q:abc", "99999999999999,5,0,0,0,q:abc",
 		"1,5,0,0,3,q:abc!!!", "1,5,0,0,6,q:abcAAAA", "1,5,0,0,999999,q:abc"} {
 		if _, ok := decodeMiss(bad); ok {
@@ -55,7 +57,7 @@ func TestMissRoundTrip(t *testing.T) {
 	}
 	strict := miss{id: "0123456789abcdef0123456789abcdef", key: "q:0123456789abcdef0123456789abcdef:m1a", ctx: "fedcba9876543210fedcba9876543210",
 		text: "what is 1,2,3?\n\x00 ünï", ttl: 210 * time.Second}
-	if got, ok := decodeMiss(encodeMiss(strict)); !ok || got.vec != nil || got.id != strict.id || got.key != strict.key || got.ctx != strict.ctx ||
+	if got, ok := decodeMiss(encodeMiss(&strict)); !ok || got.vec != nil || got.id != strict.id || got.key != strict.key || got.ctx != strict.ctx ||
 		got.text != strict.text || got.ttl != strict.ttl {
 		t.Fatalf("round trip without a vector: %+v %v", got, ok)
 	}
@@ -474,9 +476,35 @@ func FuzzDecodeMiss(f *testing.F) {
 		}
 		m := miss{id: "0123456789abcdef0123456789abcdef", key: "q:" + s, ctx: "fedcba9876543210fedcba9876543210", text: text, vec: vec,
 			ttl: time.Duration(n) * time.Millisecond}
-		got, ok := decodeMiss(encodeMiss(m))
+		got, ok := decodeMiss(encodeMiss(&m))
 		if !ok || got.key != m.key || got.ctx != m.ctx || got.id != m.id || got.text != m.text || got.ttl != m.ttl || !slices.Equal(got.vec, m.vec) {
 			t.Fatalf("round trip of %+v: %+v %v", m, got, ok)
 		}
 	})
+}
+
+// encodeMiss writes its numbers as strconv does: appendDec is
+// strconv.AppendUint at every power of ten and its neighbours, and a miss
+// encodes to the same bytes as the form built with strconv.
+func TestEncodeMissDecimal(t *testing.T) {
+	for n := uint64(1); n != 0 && n < 1<<63; n *= 10 {
+		for _, v := range []uint64{n - 1, n, n + 1, 2*n - 1} {
+			if got, want := string(appendDec([]byte("x"), v)), string(strconv.AppendUint([]byte("x"), v, 10)); got != want {
+				t.Fatalf("appendDec(%d) = %q, want %q", v, got, want)
+			}
+		}
+	}
+	if got := string(appendDec(nil, math.MaxUint64)); got != strconv.FormatUint(math.MaxUint64, 10) {
+		t.Fatalf("appendDec(max) = %q", got)
+	}
+	m := miss{id: "0123456789abcdef0123456789abcdef", key: "q:0123456789abcdef0123456789abcdef", ctx: "fedcba9876543210fedcba9876543210",
+		text: "what is 1,2,3?", ttl: 210 * time.Second}
+	// The kept TTL's digits follow a change of TTL.
+	for _, ttl := range []time.Duration{210 * time.Second, 210 * time.Second, 30 * time.Second, 90*time.Second + time.Millisecond, 210 * time.Second} {
+		m.ttl = ttl
+		want := strconv.FormatInt(ttl.Milliseconds(), 10) + ",34,32,32,0," + m.key + m.ctx + m.id + m.text
+		if got := encodeMiss(&m); got != want {
+			t.Fatalf("encodeMiss = %q, want %q", got, want)
+		}
+	}
 }
