@@ -868,8 +868,9 @@ func appendMissVec(b []byte, m *miss) []byte {
 
 // appendDec appends n in decimal, as strconv.AppendUint(b, n, 10) does.
 // A miss's lengths are under 100: their digits are stored bytes, not a
-// memmove of strconv's small strings, nor, inside wasm, where a division
-// by ten is a real division, a loop of them.
+// memmove of strconv's small strings, nor a loop of divisions by ten
+// (inside wasm, which has no 64-bit multiply-high, each is a multiply by
+// the reciprocal emulated with four multiplies of 32-bit halves).
 func appendDec(b []byte, n uint64) []byte {
 	switch {
 	case n < 10:
