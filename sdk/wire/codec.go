@@ -84,12 +84,24 @@ func (e *Encoder) Strings(ss []string) {
 }
 
 // KVs writes a count followed by key/value pairs.
-func (e *Encoder) KVs(kvs []KV) {
-	e.Uint(uint64(len(kvs)))
-	for _, kv := range kvs {
-		e.String(kv.Key)
-		e.String(kv.Value)
+func (e *Encoder) KVs(kvs []KV) { e.buf = appendKVs(e.buf, kvs) }
+
+// appendKVs is KVs on a slice held in a local: every result encodes two
+// lists, and inside wasm the encoder's field, re-read and re-stored for
+// each string, made the loop larger (3.4 KB of wasm, now 2.4).
+func appendKVs(b []byte, kvs []KV) []byte {
+	b = binary.AppendUvarint(b, uint64(len(kvs)))
+	for i := range kvs {
+		b = appendString(b, kvs[i].Key)
+		b = appendString(b, kvs[i].Value)
 	}
+	return b
+}
+
+// appendString appends a length-prefixed string, as String.
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
 }
 
 // Decoder reads values written by an Encoder. Errors are sticky: after the first

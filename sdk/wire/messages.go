@@ -447,6 +447,17 @@ func (x *LayerRequest) DecodeArena(b []byte, a *Arena) error {
 
 // Encode writes the layer result.
 func (x *LayerResult) Encode(e *Encoder) {
+	if x.Patched == 0 && x.Answer == nil && x.Error == nil && x.Action < 0x80 {
+		e.buf = x.appendPlain(e.buf[:0])
+		return
+	}
+	x.encode(e)
+}
+
+// encode is Encode's general path, out of line: Encode stays small.
+//
+//go:noinline
+func (x *LayerResult) encode(e *Encoder) {
 	e.Reset()
 	e.Uint(uint64(x.Action))
 	e.requestParts(&x.Request, x.Patched)
@@ -466,6 +477,29 @@ func (x *LayerResult) Encode(e *Encoder) {
 
 // LayerResult's v1.6 flags.
 const resultSkipAnswer = 1
+
+// appendPlain appends what Encode writes for a result that patches
+// nothing and carries no answer or error — most results of a run — byte
+// for byte, in one small function: inside wasm a Go function's every
+// jump dispatches through its one jump table, so the general path's size
+// (it and the encoders it calls were ~11 KB of wasm) was paid by every
+// result (docs/performance.md, the v1.7 subsection).
+func (x *LayerResult) appendPlain(b []byte) []byte {
+	stream := byte(0)
+	if x.Request.Stream {
+		stream = 1
+	}
+	// version, action, parts mask 0, stream, no answer, no error
+	b = append(b, FormatVersion, x.Action, 0, stream, 0, 0)
+	b = appendKVs(b, x.Headers)
+	b = appendKVs(b, x.Annotations)
+	if x.SkipAnswer {
+		// the v1.4 extras section (version 1, no parts: nothing more),
+		// then the v1.6 flags
+		b = append(b, 1, resultSkipAnswer)
+	}
+	return b
+}
 
 // Decode reads a layer result.
 func (x *LayerResult) Decode(b []byte) error {
