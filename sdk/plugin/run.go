@@ -89,17 +89,11 @@ func runRequest(in []byte) error {
 		req.Meta.Annotations = runAnn[:len(runAnn):len(runAnn)] // a hook's append copies
 		*res = freshResult()
 		if err := runHook(l, i, req, res); err != nil {
-			msg := err.Error()
-			runOut = appendRecord(runOut, runFailed, hostClock()-at, len(msg))
-			runOut = append(runOut, msg...)
+			runOut = appendFailed(runOut, at, err)
 			break
 		}
-		encodeOK(res)
-		b := out.Bytes()
-		now := hostClock()
-		runOut = appendRecord(runOut, runOK, now-at, len(b))
-		at = now
-		runOut = append(runOut, b...)
+		res.Encode(&out)
+		at, runOut = appendOK(runOut, at, out.Bytes())
 		if res.Action != wire.ActionContinue || res.Patched != 0 {
 			break
 		}
@@ -149,17 +143,11 @@ func runResponse(in []byte) error {
 		*resp = *full
 		*res = freshResponseResult()
 		if err := runAnswerHook(l, i, resp, res); err != nil {
-			msg := err.Error()
-			runOut = appendRecord(runOut, runFailed, hostClock()-at, len(msg))
-			runOut = append(runOut, msg...)
+			runOut = appendFailed(runOut, at, err)
 			break
 		}
-		encodeOK(res)
-		b := out.Bytes()
-		now := hostClock()
-		runOut = appendRecord(runOut, runOK, now-at, len(b))
-		at = now
-		runOut = append(runOut, b...)
+		res.Encode(&out)
+		at, runOut = appendOK(runOut, at, out.Bytes())
 		if res.Replaced {
 			break
 		}
@@ -170,14 +158,17 @@ func runResponse(in []byte) error {
 	return nil
 }
 
+// The functions a run calls for each hook keep their rare paths (an
+// error's message, a part to zero) out of line: inside wasm a Go
+// function's every jump dispatches through its one jump table, whose cost
+// grows with the function's size, and these run eight times a request
+// (docs/performance.md, the v1.7 subsection).
+
 // runAnswerHook runs entry i's OnResponse on resp, as bardo_on_response
 // would have after bardo_select.
 func runAnswerHook(l *Layer, i int, resp *wire.LayerResponse, res *wire.LayerResponseResult) error {
-	if l == nil {
-		return fmt.Errorf("response run: entry %d is not a layer", i)
-	}
-	if l.OnResponse == nil {
-		return fmt.Errorf("layer %s has no OnResponse", l.Name)
+	if l == nil || l.OnResponse == nil {
+		return notHook(l, i, "response")
 	}
 	layer = l
 	return l.OnResponse(resp, res)
@@ -186,25 +177,61 @@ func runAnswerHook(l *Layer, i int, resp *wire.LayerResponse, res *wire.LayerRes
 // runHook runs entry i's OnRequest on its parts of req, as bardo_on_request
 // would have after bardo_select.
 func runHook(l *Layer, i int, req *wire.LayerRequest, res *wire.LayerResult) error {
-	if l == nil {
-		return fmt.Errorf("request run: entry %d is not a layer", i)
-	}
-	if l.OnRequest == nil {
-		return fmt.Errorf("layer %s has no OnRequest", l.Name)
+	if l == nil || l.OnRequest == nil {
+		return notHook(l, i, "request")
 	}
 	layer = l // what a hook's SDK calls (Log, KV) are tagged with on the host
-	keepParts(&req.Request, l.Reads)
+	if l.Reads&wire.PartAll != wire.PartAll {
+		keepParts(&req.Request, l.Reads)
+	}
 	if err := l.OnRequest(req, res); err != nil {
 		return err
 	}
-	if bad := res.Patched &^ l.Writes; bad != 0 {
-		return fmt.Errorf("layer %s patched parts %b it did not declare in Writes", l.Name, bad)
+	if res.Patched&^l.Writes != 0 {
+		return undeclaredPatch(l, res.Patched)
 	}
 	return nil
 }
 
+// notHook is the error for a run's entry i that has no hook for phase.
+//
+//go:noinline
+func notHook(l *Layer, i int, phase string) error {
+	if l == nil {
+		return fmt.Errorf("%s run: entry %d is not a layer", phase, i)
+	}
+	if phase == "response" {
+		return fmt.Errorf("layer %s has no OnResponse", l.Name)
+	}
+	return fmt.Errorf("layer %s has no OnRequest", l.Name)
+}
+
+//go:noinline
+func undeclaredPatch(l *Layer, patched wire.Part) error {
+	return fmt.Errorf("layer %s patched parts %b it did not declare in Writes", l.Name, patched&^l.Writes)
+}
+
+// appendOK appends the record of a hook that returned the result b, timed
+// from at; it returns the clock read that times the next hook.
+func appendOK(runOut []byte, at int64, b []byte) (int64, []byte) {
+	now := hostClock()
+	runOut = appendRecord(runOut, runOK, now-at, len(b))
+	return now, append(runOut, b...)
+}
+
+// appendFailed appends the record of a hook that failed with err.
+//
+//go:noinline
+func appendFailed(runOut []byte, at int64, err error) []byte {
+	msg := err.Error()
+	runOut = appendRecord(runOut, runFailed, hostClock()-at, len(msg))
+	return append(runOut, msg...)
+}
+
 // keepParts zeroes the parts of r not in parts, as the host's encoding of a
 // LayerRequest for one layer leaves them (Stream always comes).
+//
+//go:noinline
 func keepParts(r *wire.Request, parts wire.Part) {
 	if parts&wire.PartModel == 0 {
 		r.Model = ""
