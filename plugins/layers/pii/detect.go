@@ -160,107 +160,121 @@ func (d *detector) scan(s string, out []span) []span {
 				}
 			}
 		}
-		for m != 0 {
-			a := w + bits.TrailingZeros64(m)>>3
-			m &= m - 1
-			if a < i {
-				continue
-			}
-			c := s[a]
-			if c > ':' && c != '@' && c != '[' {
-				continue // a false positive of the zero-byte test
-			}
-			i = a + 1
-			switch {
-			case c <= '9':
-				// Quick reject, inline, of the numbers of prose ("125,000",
-				// "20%", "1.84", "2024-03-18", "18 at"): the digit run and
-				// the group after it rule out every entity. The rest goes
-				// to atDigit (calls are dear inside wasm).
-				if a == 0 || cls[s[a-1]]&cWord == 0 && s[a-1] != '+' && s[a-1] != '(' {
-					e := a + 1
-					for e < n && isDigit(s[e]) {
-						e++
-					}
-					L := e - a
-					var c1 byte
-					if e < n {
-						c1 = s[e]
-					}
-					// g2: digits in the group after c1; dots: dots in
-					// the run of digits and dots (IPv4 needs three, a
-					// dotted US number two).
-					g2, f := 0, e+1
-					for f < n && g2 < 4 && isDigit(s[f]) {
-						f++
-						g2++
-					}
-					plausible := L >= 13 || cls[c1]&cAlpha != 0
-					switch c1 {
-					case '.':
-						if L <= 3 && g2 > 0 {
-							dots := 1
-							for f < n && f-a < 16 && (isDigit(s[f]) || s[f] == '.') {
-								if s[f] == '.' {
-									dots++
-								}
-								f++
-							}
-							plausible = plausible || dots >= 2
-						}
-					case '-', ' ':
-						plausible = plausible || L >= 3 && (g2 >= 3 || g2 == 2 && L == 3 && c1 == '-') ||
-							L == 1 && c == '1' && (g2 == 3 || f == e+1 && f < n && s[f] == '(')
-					case ':':
-						plausible = plausible || L <= 4 && e+1 < n && (isHex(s[e+1]) || s[e+1] == ':')
-					}
-					if !plausible {
-						i = e
-						break
-					}
-				}
-				i, floor, out = d.atDigit(s, a, floor, out)
-			case c == '@':
-				if !d.on[kEmail] {
-					continue
-				}
-				if st, e := emailAt(s, a, floor); e > 0 {
-					out = append(out, span{st, e, kEmail})
-					i, floor = e, e
-				}
-			case c == ':':
-				if !d.on[kIPv6] {
-					continue
-				}
-				t := a
-				for t > floor && a-t < 4 && isHex(s[t-1]) {
-					t--
-				}
-				if t > 0 && (isWord(s[t-1]) || s[t-1] == ':' || s[t-1] == '.') {
-					continue
-				}
-				if t == a && (a+1 >= n || s[a+1] != ':') {
-					continue
-				}
-				if e := parseIPv6(s, t); e > 0 {
-					out = append(out, span{t, e, kIPv6})
-					i, floor = e, e
-				}
-			case c == '[':
-				d.noteTaken(s, a)
-			}
-			if i >= w+8 {
-				// Jumped past this word: go on from the word holding i.
-				w = i&^7 - 8
-				break
-			}
-			m &^= 1<<(8*(i-w)) - 1 // anchors inside what was just consumed
-		}
+		i, floor, w, out = d.anchors(s, w, m, i, floor, out)
 	}
 	if d.on[kMnemonic] && n >= mnemonicMinLen {
 		out = d.probeMnemonics(s, out)
 	}
 	return out
+}
+
+// anchors handles the anchors of the word at w (m flags them, see scan)
+// from i on; it returns where scanning goes on, the new floor, the word
+// the scan's loop goes on after (w, or before the word holding i when it
+// jumped past w's) and out. It is out of line: inside wasm every jump of
+// a function is a dispatch through its one br_table, whose cost grows
+// with the function's size, and most words of a text have no anchor.
+//
+//go:noinline
+func (d *detector) anchors(s string, w int, m uint64, i, floor int, out []span) (int, int, int, []span) {
+	n := len(s)
+	for m != 0 {
+		a := w + bits.TrailingZeros64(m)>>3
+		m &= m - 1
+		if a < i {
+			continue
+		}
+		c := s[a]
+		if c > ':' && c != '@' && c != '[' {
+			continue // a false positive of the zero-byte test
+		}
+		i = a + 1
+		switch {
+		case c <= '9':
+			// Quick reject, inline, of the numbers of prose ("125,000",
+			// "20%", "1.84", "2024-03-18", "18 at"): the digit run and
+			// the group after it rule out every entity. The rest goes
+			// to atDigit (calls are dear inside wasm).
+			if a == 0 || cls[s[a-1]]&cWord == 0 && s[a-1] != '+' && s[a-1] != '(' {
+				e := a + 1
+				for e < n && isDigit(s[e]) {
+					e++
+				}
+				L := e - a
+				var c1 byte
+				if e < n {
+					c1 = s[e]
+				}
+				// g2: digits in the group after c1; dots: dots in
+				// the run of digits and dots (IPv4 needs three, a
+				// dotted US number two).
+				g2, f := 0, e+1
+				for f < n && g2 < 4 && isDigit(s[f]) {
+					f++
+					g2++
+				}
+				plausible := L >= 13 || cls[c1]&cAlpha != 0
+				switch c1 {
+				case '.':
+					if L <= 3 && g2 > 0 {
+						dots := 1
+						for f < n && f-a < 16 && (isDigit(s[f]) || s[f] == '.') {
+							if s[f] == '.' {
+								dots++
+							}
+							f++
+						}
+						plausible = plausible || dots >= 2
+					}
+				case '-', ' ':
+					plausible = plausible || L >= 3 && (g2 >= 3 || g2 == 2 && L == 3 && c1 == '-') ||
+						L == 1 && c == '1' && (g2 == 3 || f == e+1 && f < n && s[f] == '(')
+				case ':':
+					plausible = plausible || L <= 4 && e+1 < n && (isHex(s[e+1]) || s[e+1] == ':')
+				}
+				if !plausible {
+					i = e
+					break
+				}
+			}
+			i, floor, out = d.atDigit(s, a, floor, out)
+		case c == '@':
+			if !d.on[kEmail] {
+				continue
+			}
+			if st, e := emailAt(s, a, floor); e > 0 {
+				out = append(out, span{st, e, kEmail})
+				i, floor = e, e
+			}
+		case c == ':':
+			if !d.on[kIPv6] {
+				continue
+			}
+			t := a
+			for t > floor && a-t < 4 && isHex(s[t-1]) {
+				t--
+			}
+			if t > 0 && (isWord(s[t-1]) || s[t-1] == ':' || s[t-1] == '.') {
+				continue
+			}
+			if t == a && (a+1 >= n || s[a+1] != ':') {
+				continue
+			}
+			if e := parseIPv6(s, t); e > 0 {
+				out = append(out, span{t, e, kIPv6})
+				i, floor = e, e
+			}
+		case c == '[':
+			d.noteTaken(s, a)
+		}
+		if i >= w+8 {
+			// Jumped past this word: go on from the word holding i.
+			w = i&^7 - 8
+			break
+		}
+		m &^= 1<<(8*(i-w)) - 1 // anchors inside what was just consumed
+	}
+	return i, floor, w, out
 }
 
 // noAnchor reports whether s holds none of the bytes scan stops at: then
