@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -296,53 +294,7 @@ func hostMetric(ctx context.Context, m api.Module, stack []uint64) {
 	if !ok || !validMetricName(name) {
 		return
 	}
-	cs.p.opts.Metrics.PluginMetric(cs.p.opts.Name, int(kind), cs.p.metricNames.intern(name), v)
-}
-
-// metricNames interns the names a module's guests report metrics under:
-// the shipped layers report ~10 samples a request, and converting each
-// name read from guest memory to a string was a host allocation each.
-// The set is copied on write (names are few and fixed, lookups run on
-// every instance's calls at once) and bounded: past maxMetricNames a new
-// name is converted per call, as before.
-type metricNames struct {
-	mu    sync.Mutex
-	names atomic.Pointer[map[string]string]
-}
-
-// maxMetricNames bounds a module's interned metric names.
-const maxMetricNames = 64
-
-// intern returns b as a string, the same one each time once interned.
-func (mn *metricNames) intern(b []byte) string {
-	if names := mn.names.Load(); names != nil {
-		if s, ok := (*names)[string(b)]; ok { // no allocation: a lookup
-			return s
-		}
-	}
-	s := string(b)
-	mn.mu.Lock()
-	defer mn.mu.Unlock()
-	old := mn.names.Load()
-	if old != nil && len(*old) >= maxMetricNames {
-		return s
-	}
-	next := make(map[string]string, 1+mapLen(old))
-	if old != nil {
-		for k, v := range *old {
-			next[k] = v
-		}
-	}
-	next[s] = s
-	mn.names.Store(&next)
-	return s
-}
-
-func mapLen(m *map[string]string) int {
-	if m == nil {
-		return 0
-	}
-	return len(*m)
+	cs.p.opts.Metrics.PluginMetric(cs.p.opts.Name, int(kind), string(name), v)
 }
 
 // validMetricName keeps guest-chosen names inside Prometheus' grammar.

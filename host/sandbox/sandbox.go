@@ -164,8 +164,6 @@ type module struct {
 
 	regex regexSets // compiled by the regex_compile host function
 
-	metricNames metricNames // the metric host function's names, interned
-
 	open         atomic.Int32 // entries not yet closed
 	runtimeFreed atomic.Bool
 
