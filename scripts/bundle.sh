@@ -26,6 +26,10 @@ for dir in "$@"; do
 		[ -f "$f" ] || continue # testdata and other folders: tests only
 		case $f in
 		*_test.go) continue ;;
+		# Build and profiling leftovers (go test -c, -cpuprofile) are no
+		# plugin's to embed: a 50 MB pii.test copied into every bundle
+		# filled a disk once.
+		*.test | *.prof | *.pprof) continue ;;
 		*.go)
 			# Files left out of every build (generators) stay out.
 			if head -5 "$f" | grep -q '^//go:build ignore'; then continue; fi
