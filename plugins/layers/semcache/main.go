@@ -735,25 +735,40 @@ func hasAnyFoldFirst(s string, markers []string, f *markerFirsts) bool {
 	// wasm each branch taken costs more than the byte's test). A byte
 	// that is not ASCII is noted and the text decided at the end as
 	// before: a match among ASCII bytes is one in the lowered text too.
+	// The loop stops before the last byte, so the next one is always
+	// there (past the end only a marker of one byte may match: the byte
+	// 0's set), and a candidate's compare is out of line: the loop's body
+	// is a few blocks.
 	var high byte
 	c := lowerASCII[s[0]]
-	for i := 0; i < len(s); i++ {
-		var c2 byte // past the end: only a marker of one byte may match
-		if i+1 < len(s) {
-			c2 = lowerASCII[s[i+1]]
-		}
+	last := len(s) - 1
+	for i := 0; i < last; i++ {
+		c2 := lowerASCII[s[i+1]]
 		high |= s[i]
-		if set := f.by[c] & f.second[c2]; set != 0 {
-			for ; set != 0; set &= set - 1 {
-				if foldPrefixASCII(s[i:], markers[bits.TrailingZeros64(set)]) {
-					return true
-				}
-			}
+		if set := f.by[c] & f.second[c2]; set != 0 && markerAt(s[i:], markers, set) {
+			return true
 		}
 		c = c2
 	}
+	high |= s[last]
+	if set := f.by[c] & f.second[0]; set != 0 && markerAt(s[last:], markers, set) {
+		return true
+	}
 	if high >= utf8.RuneSelf {
 		return hasAny(strings.ToLower(s), markers)
+	}
+	return false
+}
+
+// markerAt reports whether s starts with one of the markers in set (bit
+// i: markers[i]), ASCII case folded.
+//
+//go:noinline
+func markerAt(s string, markers []string, set uint64) bool {
+	for ; set != 0; set &= set - 1 {
+		if foldPrefixASCII(s, markers[bits.TrailingZeros64(set)]) {
+			return true
+		}
 	}
 	return false
 }
