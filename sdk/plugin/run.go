@@ -57,16 +57,13 @@ var (
 // request — an action, a patch — or an error: the host applies it and
 // goes on from the next layer with a new run.
 func runRequest(in []byte) error {
-	if len(in) < runHead {
-		return errRunInput
-	}
-	n := int(binary.LittleEndian.Uint32(in[4:]))
-	if n < 1 || n > len(entries) || len(in) < runHead+4*n {
-		return errRunInput
+	n, body, err := runInputOf(in)
+	if err != nil {
+		return err
 	}
 	full := &calls.req
 	*full = wire.LayerRequest{}
-	if err := full.DecodeArena(in[runHead+4*n:], &arena); err != nil {
+	if err := full.DecodeArena(body, &arena); err != nil {
 		return err
 	}
 	saved := layer
@@ -79,12 +76,7 @@ func runRequest(in []byte) error {
 	// result, as a call of its own would.
 	at := hostClock()
 	for k := range n {
-		binary.LittleEndian.PutUint32(in, uint32(k))
-		i := int(binary.LittleEndian.Uint32(in[runHead+4*k:]))
-		var l *Layer
-		if i < len(entries) {
-			l = entries[i].layer
-		}
+		l, i := runEntry(in, k)
 		*req = *full
 		req.Meta.Annotations = runAnn[:len(runAnn):len(runAnn)] // a hook's append copies
 		*res = freshResult()
@@ -106,6 +98,31 @@ func runRequest(in []byte) error {
 	return nil
 }
 
+// runInputOf reads a run's head: how many entries it names, and the
+// encoded input after their indices.
+func runInputOf(in []byte) (n int, body []byte, err error) {
+	if len(in) < runHead {
+		return 0, nil, errRunInput
+	}
+	n = int(binary.LittleEndian.Uint32(in[4:]))
+	if n < 1 || n > len(entries) || len(in) < runHead+4*n {
+		return 0, nil, errRunInput
+	}
+	return n, in[runHead+4*n:], nil
+}
+
+// runEntry tells the host the run is at its k-th entry (the head's slot:
+// host functions then serve that entry) and returns the entry's layer
+// (nil for an index no entry has) and index.
+func runEntry(in []byte, k int) (*Layer, int) {
+	binary.LittleEndian.PutUint32(in, uint32(k))
+	i := int(binary.LittleEndian.Uint32(in[runHead+4*k:]))
+	if i < len(entries) {
+		return entries[i].layer, i
+	}
+	return nil, i
+}
+
 // runResponse runs OnResponse of each entry the input names, in order, on
 // one decoded answer (the input's head is a request run's). Each hook sees
 // the answer and meta the host sent (a shallow copy: a hook that edits
@@ -115,16 +132,13 @@ func runRequest(in []byte) error {
 // after a result that replaces the answer, or an error: the host applies
 // it and goes on from the next layer with a new run.
 func runResponse(in []byte) error {
-	if len(in) < runHead {
-		return errRunInput
-	}
-	n := int(binary.LittleEndian.Uint32(in[4:]))
-	if n < 1 || n > len(entries) || len(in) < runHead+4*n {
-		return errRunInput
+	n, body, err := runInputOf(in)
+	if err != nil {
+		return err
 	}
 	full := &calls.resp
 	*full = wire.LayerResponse{}
-	if err := full.DecodeArena(in[runHead+4*n:], &arena); err != nil {
+	if err := full.DecodeArena(body, &arena); err != nil {
 		return err
 	}
 	saved := layer
@@ -134,12 +148,7 @@ func runResponse(in []byte) error {
 	res := &calls.respRes
 	at := hostClock()
 	for k := range n {
-		binary.LittleEndian.PutUint32(in, uint32(k))
-		i := int(binary.LittleEndian.Uint32(in[runHead+4*k:]))
-		var l *Layer
-		if i < len(entries) {
-			l = entries[i].layer
-		}
+		l, i := runEntry(in, k)
 		*resp = *full
 		*res = freshResponseResult()
 		if err := runAnswerHook(l, i, resp, res); err != nil {
