@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	"github.com/bardoinference/bardo/host/sandbox"
 	"github.com/bardoinference/bardo/host/telemetry"
 	"github.com/bardoinference/bardo/host/testkit/fixtures"
-	"github.com/bardoinference/bardo/host/testkit/wasmbuild"
 	"github.com/bardoinference/bardo/sdk/wire"
 )
 
@@ -200,19 +198,7 @@ func TestAnswerRunFailureFallsBack(t *testing.T) {
 // ends there), and a cache hit on the next identical request (the
 // caches stored the answer the same way).
 func TestAnswerRunMatchesCallsShipped(t *testing.T) {
-	bundled := regexp.MustCompile(`plugin = "([a-z]+)\.wasm"`).ReplaceAllString(defaultLike+providerSim, "plugin = \"bardo.wasm\"\nentry = \"$1\"")
-	bundled = strings.Replace(bundled, "on_error = \"fail-closed\"\ntimeout = \"100ms\"\ntrusted = true\n[layer.config]\naction = \"flag\"",
-		"on_error = \"fail-open\"\ntimeout = \"100ms\"\ntrusted = true\n[layer.config]\naction = \"flag\"", 1)
-	load := func(runs bool) (*Pipeline, *telemetry.Registry) {
-		t.Setenv("BARDO_RESPONSE_RUNS", map[bool]string{true: "1", false: "0"}[runs])
-		reg := telemetry.New()
-		e := newEnvWith(t, map[string]string{"bardo.wasm": wasmbuild.Bundle}, bundled, func(d *Deps) { d.Metrics = reg })
-		p, release := e.m.Acquire()
-		t.Cleanup(release)
-		return p, reg
-	}
-	solo, _ := load(false)
-	run, reg := load(true)
+	solo, run, reg := shippedBundles(t, "BARDO_RESPONSE_RUNS")
 	base := fixtures.AgentRequest()
 	last := len(base.Messages) - 1
 	req := func(i int, text, session string, dialect wire.Dialect, stream bool) *Exchange {

@@ -196,25 +196,36 @@ func TestRunTrapMidRun(t *testing.T) {
 	}
 }
 
-// The shipped layers (bardo.wasm) give the same results in runs as one by
-// one, on varied requests: both dialects, streamed or not, a PII mask
-// that patches (and ends a run), unique agent turns, and an exact cache
-// hit. Without the local models injection's classifier is out of reach:
-// it fails open in both.
-func TestRunMatchesCallsShipped(t *testing.T) {
+// shippedBundles loads the default-like pipeline with every layer an entry
+// of bardo.wasm twice: with runs off (solo) and on (run, whose metrics go to
+// reg), switched by env (BARDO_REQUEST_RUNS or BARDO_RESPONSE_RUNS).
+// Injection fails open: without the local models its classifier is out of
+// reach in both.
+func shippedBundles(t *testing.T, env string) (solo, run *Pipeline, reg *telemetry.Registry) {
+	t.Helper()
 	bundled := regexp.MustCompile(`plugin = "([a-z]+)\.wasm"`).ReplaceAllString(defaultLike+providerSim, "plugin = \"bardo.wasm\"\nentry = \"$1\"")
 	bundled = strings.Replace(bundled, "on_error = \"fail-closed\"\ntimeout = \"100ms\"\ntrusted = true\n[layer.config]\naction = \"flag\"",
 		"on_error = \"fail-open\"\ntimeout = \"100ms\"\ntrusted = true\n[layer.config]\naction = \"flag\"", 1)
 	load := func(runs bool) (*Pipeline, *telemetry.Registry) {
-		t.Setenv("BARDO_REQUEST_RUNS", map[bool]string{true: "1", false: "0"}[runs])
+		t.Setenv(env, map[bool]string{true: "1", false: "0"}[runs])
 		reg := telemetry.New()
 		e := newEnvWith(t, map[string]string{"bardo.wasm": wasmbuild.Bundle}, bundled, func(d *Deps) { d.Metrics = reg })
 		p, release := e.m.Acquire()
 		t.Cleanup(release)
 		return p, reg
 	}
-	solo, _ := load(false)
-	run, reg := load(true)
+	solo, _ = load(false)
+	run, reg = load(true)
+	return solo, run, reg
+}
+
+// The shipped layers (bardo.wasm) give the same results in runs as one by
+// one, on varied requests: both dialects, streamed or not, a PII mask
+// that patches (and ends a run), unique agent turns, and an exact cache
+// hit. Without the local models injection's classifier is out of reach:
+// it fails open in both.
+func TestRunMatchesCallsShipped(t *testing.T) {
+	solo, run, reg := shippedBundles(t, "BARDO_REQUEST_RUNS")
 	if run.request[0].run < 2 {
 		t.Fatalf("the shipped layers make no run (first's is %d)", run.request[0].run)
 	}
